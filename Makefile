@@ -1,0 +1,53 @@
+# orchid — the two commands are `make serve` and `make test`; the rest are their steps.
+SHELL := /bin/bash
+BUILD ?= build
+BUILD_ASAN ?= build-asan
+JOBS ?= $(shell nproc)
+MODEL ?= models/all-MiniLM-L6-v2
+HOST ?= 127.0.0.1
+PORT ?= 8080
+CMAKE_LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache,)
+
+.PHONY: deps venv model build build-asan serve test unit-test asan-test e2e-test bench clean
+
+deps:
+	@scripts/install-deps.sh
+
+venv: deps
+	@scripts/setup-venv.sh
+
+model: venv
+	@scripts/fetch-model.sh
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_LAUNCHER)
+
+build: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+$(BUILD_ASAN)/build.ninja:
+	cmake -S . -B $(BUILD_ASAN) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DORCHID_SANITIZE=ON $(CMAKE_LAUNCHER)
+
+build-asan: deps $(BUILD_ASAN)/build.ninja
+	cmake --build $(BUILD_ASAN) -j $(JOBS) --target orchid_unit_tests
+
+serve: build model
+	$(BUILD)/orchid serve --model $(MODEL) --host $(HOST) --port $(PORT)
+
+unit-test: build model
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+asan-test: build-asan model
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  $(BUILD_ASAN)/tests/orchid_unit_tests --gtest_brief=1
+
+e2e-test: build model
+	ORCHID_BIN=$(BUILD)/orchid ORCHID_MODEL=$(MODEL) .venv/bin/python -m pytest -q tests/e2e
+
+test: unit-test asan-test e2e-test
+
+bench: build model
+	bench/run-cpu.sh
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN)

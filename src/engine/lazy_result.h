@@ -1,0 +1,63 @@
+// LazyResult: the engine's answer to submit(), handed back before the work is done.
+//
+// On the CPU backend it is completed by the engine thread; on the CUDA backend (later) it will
+// own a pinned host buffer, the device-to-host copy and an event. Either way the contract is:
+// ready() never blocks; wait() blocks until the result is readable and returns it. A LazyResult
+// is a cheap shared handle: copies refer to the same result; any thread may wait on it.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/status.h"
+
+namespace orchid {
+
+// One pooled (and possibly normalised) vector per sequence of the batch, in batch order.
+struct Embeddings {
+  int rows = 0;
+  int dim = 0;
+  std::vector<float> data;  // row-major [rows, dim]
+  const float* row(int i) const { return data.data() + size_t(i) * size_t(dim); }
+};
+
+class LazyResult {
+ public:
+  // A pending result and the handle the producer uses to complete it.
+  class Promise;
+  static std::pair<LazyResult, Promise> Make();
+
+  LazyResult() = default;
+  bool valid() const { return state_ != nullptr; }
+  // True once the result (value or error) is available. Never blocks.
+  bool ready() const;
+  // Blocks until ready, then returns the result. May be called many times, from any thread.
+  const Result<Embeddings>& wait() const;
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    Result<Embeddings> result{Status::Internal("lazy result not completed")};
+  };
+  explicit LazyResult(std::shared_ptr<State> s) : state_(std::move(s)) {}
+  std::shared_ptr<State> state_;
+};
+
+class LazyResult::Promise {
+ public:
+  Promise() = default;
+  // Completes the result exactly once; later calls are ignored.
+  void Set(Result<Embeddings> r);
+
+ private:
+  friend class LazyResult;
+  explicit Promise(std::shared_ptr<State> s) : state_(std::move(s)) {}
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace orchid

@@ -1,0 +1,74 @@
+#include "engine/ragged_batch.h"
+
+#include <string>
+
+namespace orchid {
+
+const char* PoolingName(Pooling p) {
+  switch (p) {
+    case Pooling::kNone: return "none";
+    case Pooling::kMean: return "mean";
+    case Pooling::kCls: return "cls";
+    case Pooling::kLastToken: return "last_token";
+  }
+  return "unknown";
+}
+
+void RaggedBatch::Add(const int32_t* ids, int n, Pooling pool, bool norm,
+                      const int32_t* type_ids) {
+  if (cu_seqlens.empty()) cu_seqlens.push_back(0);
+  const bool had_types = !token_type_ids.empty();
+  if (type_ids != nullptr && !had_types) token_type_ids.assign(token_ids.size(), 0);
+  token_ids.insert(token_ids.end(), ids, ids + n);
+  if (type_ids != nullptr) {
+    token_type_ids.insert(token_type_ids.end(), type_ids, type_ids + n);
+  } else if (!token_type_ids.empty()) {
+    token_type_ids.insert(token_type_ids.end(), n, 0);
+  }
+  for (int i = 0; i < n; ++i) positions.push_back(i);
+  cu_seqlens.push_back(cu_seqlens.back() + n);
+  pooling.push_back(pool);
+  normalize.push_back(norm ? 1 : 0);
+}
+
+void RaggedBatch::Clear() {
+  token_ids.clear();
+  token_type_ids.clear();
+  positions.clear();
+  cu_seqlens.clear();
+  pooling.clear();
+  normalize.clear();
+}
+
+Status RaggedBatch::Validate(int32_t vocab_size) const {
+  const size_t n = token_ids.size();
+  if (cu_seqlens.empty()) {
+    return n == 0 ? Status::Ok() : Status::Internal("ragged batch: tokens without cu_seqlens");
+  }
+  const size_t s = cu_seqlens.size() - 1;
+  if (positions.size() != n) return Status::Internal("ragged batch: positions size mismatch");
+  if (!token_type_ids.empty() && token_type_ids.size() != n) {
+    return Status::Internal("ragged batch: token_type_ids size mismatch");
+  }
+  if (pooling.size() != s || normalize.size() != s) {
+    return Status::Internal("ragged batch: per-sequence arrays size mismatch");
+  }
+  if (cu_seqlens[0] != 0 || size_t(cu_seqlens[s]) != n) {
+    return Status::Internal("ragged batch: cu_seqlens must start at 0 and end at num_tokens");
+  }
+  for (size_t i = 0; i < s; ++i) {
+    if (cu_seqlens[i + 1] <= cu_seqlens[i]) {
+      return Status::Internal("ragged batch: sequence " + std::to_string(i) + " is empty");
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (token_ids[i] < 0 || token_ids[i] >= vocab_size) {
+      return Status::InvalidArgument("token id " + std::to_string(token_ids[i]) +
+                                     " is out of the vocabulary (size " +
+                                     std::to_string(vocab_size) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace orchid

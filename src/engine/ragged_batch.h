@@ -1,0 +1,43 @@
+// RaggedBatch: what the engine runs. Sequences are packed back to back, never padded:
+// sequence i owns tokens [cu_seqlens[i], cu_seqlens[i+1]) of the flat arrays.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+
+namespace orchid {
+
+enum class Pooling : uint8_t {
+  kNone = 0,   // no pooling: (reserved for per-token output)
+  kMean,       // mean over the sequence's tokens
+  kCls,        // first token
+  kLastToken,  // last token of the sequence
+};
+
+const char* PoolingName(Pooling p);
+
+struct RaggedBatch {
+  std::vector<int32_t> token_ids;       // [total_tokens]
+  std::vector<int32_t> token_type_ids;  // [total_tokens] or empty (all zero)
+  std::vector<int32_t> positions;       // [total_tokens]; position of each token in its sequence
+  std::vector<int32_t> cu_seqlens;      // [num_sequences + 1], cu_seqlens[0] == 0
+  std::vector<Pooling> pooling;         // [num_sequences]
+  std::vector<uint8_t> normalize;       // [num_sequences]; 1 = L2-normalise the pooled vector
+
+  int num_sequences() const { return cu_seqlens.empty() ? 0 : int(cu_seqlens.size()) - 1; }
+  int num_tokens() const { return int(token_ids.size()); }
+  int seq_len(int i) const { return cu_seqlens[i + 1] - cu_seqlens[i]; }
+
+  // Appends one sequence with positions 0..n-1 (BERT-style; models that offset positions,
+  // like XLM-R, do so themselves).
+  void Add(const int32_t* ids, int n, Pooling pool, bool norm, const int32_t* type_ids = nullptr);
+  void Clear();
+
+  // Checks internal consistency: sizes agree, cu_seqlens monotone and ends at num_tokens,
+  // no empty sequence, ids in [0, vocab_size). Engines call this before running.
+  Status Validate(int32_t vocab_size) const;
+};
+
+}  // namespace orchid

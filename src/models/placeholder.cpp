@@ -1,0 +1,1 @@
+// placeholder so the component library is never empty
