@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# CPU benchmark: orchid's engine vs sentence-transformers on PyTorch, in one run.
+# The peer needs PyTorch, which CI and `make test` never install: this script keeps it in its
+# own environment (.venv-bench), or uses BENCH_PYTHON if you already have one with torch and
+# sentence-transformers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${BENCH_PYTHON:-}
+if [ -z "$PY" ]; then
+  if [ ! -x .venv-bench/bin/python ]; then
+    python3 -m venv .venv-bench
+    .venv-bench/bin/pip install -q numpy tokenizers torch sentence-transformers
+  fi
+  PY=.venv-bench/bin/python
+fi
+cmake --build build --target orchid_engine_bench >/dev/null
+exec "$PY" bench/cpu/engine_vs_torch.py "$@"
