@@ -22,7 +22,10 @@ enum class TruncationSide : uint8_t { kRight, kLeft };
 struct EncodeOptions {
   bool add_special_tokens = true;  // apply the post-processor's template ([CLS] … [SEP])
   // 0 = no truncation. Otherwise the total length, special tokens included, is cut to
-  // max_length (as `tokenizers` does with enable_truncation(max_length)).
+  // max_length (as `tokenizers` does with enable_truncation(max_length)). Like `tokenizers`,
+  // a max_length below num_special_tokens() (with add_special_tokens) cuts nothing.
+  // The truncation/padding settings stored in tokenizer.json are not applied: callers pass
+  // the limit they want here.
   size_t max_length = 0;
   TruncationSide side = TruncationSide::kRight;
 };

@@ -1,0 +1,100 @@
+// Internal interfaces of the tokenizer pipeline, one per tokenizer.json section:
+//   added tokens → Normalizer → PreTokenizer → Model → (truncation) → PostProcessor.
+// Each component is built from its JSON object by a factory (components_json.h); an
+// unsupported "type" is a clear error naming it. New components (Unigram, BPE, ByteLevel,
+// Metaspace, Sequence, ...) implement these interfaces and register in the factories.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "tokenizer/tokenizer.h"
+
+namespace orchid::tok {
+
+// Text under normalization, with its alignment to the original input: for every byte i of
+// `text`, [begin[i], end[i]) is the byte range of the original character it came from.
+struct NormalizedText {
+  std::string text;
+  std::vector<uint32_t> begin;
+  std::vector<uint32_t> end;
+
+  void clear() {
+    text.clear();
+    begin.clear();
+    end.clear();
+  }
+  size_t size() const { return text.size(); }
+  // Appends the UTF-8 of cp, aligned to the original range [b, e).
+  void Append(char32_t cp, uint32_t b, uint32_t e);
+  // Copies `raw` (valid UTF-8) unchanged; original offsets start at `base`.
+  void AssignIdentity(std::string_view raw, uint32_t base);
+};
+
+// A byte range [begin, end) into a NormalizedText (or into the original input).
+struct Span {
+  uint32_t begin;
+  uint32_t end;
+};
+
+class Normalizer {
+ public:
+  virtual ~Normalizer() = default;
+  // Normalizes `raw` (valid UTF-8 whose first byte is at original offset `base`) into *out
+  // (cleared first).
+  virtual void NormalizeRaw(std::string_view raw, uint32_t base, NormalizedText* out) const = 0;
+  // Normalizes already-normalized text (for chaining in a Sequence); *out is cleared first.
+  virtual void Normalize(const NormalizedText& in, NormalizedText* out) const = 0;
+};
+
+class PreTokenizer {
+ public:
+  virtual ~PreTokenizer() = default;
+  // Appends the words of text[range) to *words (byte ranges into text, non-empty).
+  virtual void PreTokenize(const NormalizedText& text, Span range,
+                           std::vector<Span>* words) const = 0;
+};
+
+struct ModelToken {
+  int32_t id;
+  uint32_t begin;  // byte range inside the word
+  uint32_t end;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  // Appends the tokens of one pre-tokenized word to *out.
+  virtual Status Tokenize(std::string_view word, std::vector<ModelToken>* out) const = 0;
+  virtual std::optional<int32_t> TokenToId(std::string_view token) const = 0;
+  virtual std::optional<std::string_view> IdToToken(int32_t id) const = 0;
+  // 1 + the largest id of the model's vocabulary.
+  virtual int32_t vocab_size() const = 0;
+};
+
+// Token sequence before post-processing.
+struct TokenSequence {
+  std::vector<int32_t> ids;
+  std::vector<std::pair<uint32_t, uint32_t>> offsets;
+  void clear() {
+    ids.clear();
+    offsets.clear();
+  }
+};
+
+class PostProcessor {
+ public:
+  virtual ~PostProcessor() = default;
+  // Special tokens added around one sequence.
+  virtual size_t num_special_tokens() const = 0;
+  // Appends the final single-sequence encoding to *out: with the special tokens when
+  // add_special_tokens, otherwise just the sequence (with its template type id).
+  virtual void Process(const TokenSequence& seq, bool add_special_tokens,
+                       Encoding* out) const = 0;
+};
+
+}  // namespace orchid::tok

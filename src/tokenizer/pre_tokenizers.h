@@ -1,0 +1,19 @@
+// Pre-tokenizers (tokenizer.json "pre_tokenizer"). Supported: BertPreTokenizer.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "core/status.h"
+#include "tokenizer/components.h"
+#include "tokenizer/json_util.h"
+
+namespace orchid::tok {
+
+// Splits on whitespace (removed) and isolates each punctuation character.
+std::unique_ptr<PreTokenizer> MakeBertPreTokenizer();
+
+// Builds the pre-tokenizer described by `json`; JSON null gives nullptr (whole text = 1 word).
+Result<std::unique_ptr<PreTokenizer>> MakePreTokenizer(JsonElement json, std::string_view where);
+
+}  // namespace orchid::tok

@@ -1,0 +1,220 @@
+// Tokenizer::FromJson and the pipeline that runs the components of one tokenizer.json.
+#include "tokenizer/tokenizer.h"
+
+#include <simdjson.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tokenizer/added_vocabulary.h"
+#include "tokenizer/components.h"
+#include "tokenizer/json_util.h"
+#include "tokenizer/models.h"
+#include "tokenizer/normalizers.h"
+#include "tokenizer/post_processors.h"
+#include "tokenizer/pre_tokenizers.h"
+#include "tokenizer/unicode.h"
+
+namespace orchid {
+namespace {
+
+using tok::NormalizedText;
+using tok::Span;
+using tok::TextPiece;
+
+// Per-thread buffers, so that Encode allocates nothing once they have grown.
+struct Scratch {
+  std::vector<TextPiece> pieces;
+  std::vector<TextPiece> sub_pieces;
+  NormalizedText normalized;
+  std::vector<Span> words;
+  std::vector<tok::ModelToken> model_tokens;
+  tok::TokenSequence seq;
+};
+
+class PipelineTokenizer final : public Tokenizer {
+ public:
+  Status Load(simdjson::dom::element root, const std::string& origin) {
+    simdjson::dom::object o;
+    if (root.get(o) != simdjson::SUCCESS) return Status::Corrupt(tok::StrCat({origin, ": not a JSON object"}));
+    auto section = [&](const char* key) {
+      simdjson::dom::element e;
+      if (o[key].get(e) != simdjson::SUCCESS) e = simdjson::dom::element();  // null
+      return e;
+    };
+    simdjson::dom::element model_json;
+    if (o["model"].get(model_json) != simdjson::SUCCESS) {
+      return Status::Corrupt(tok::StrCat({origin, ": missing \"model\""}));
+    }
+    ORCHID_ASSIGN_OR_RETURN(model_, tok::MakeModel(model_json, tok::StrCat({origin, ": model"})));
+    ORCHID_ASSIGN_OR_RETURN(normalizer_,
+                            tok::MakeNormalizer(section("normalizer"), tok::StrCat({origin, ": normalizer"})));
+    ORCHID_ASSIGN_OR_RETURN(pre_tokenizer_, tok::MakePreTokenizer(section("pre_tokenizer"),
+                                                                  tok::StrCat({origin, ": pre_tokenizer"})));
+    ORCHID_ASSIGN_OR_RETURN(post_processor_, tok::MakePostProcessor(section("post_processor"),
+                                                                    tok::StrCat({origin, ": post_processor"})));
+    ORCHID_RETURN_IF_ERROR(added_.Load(section("added_tokens"), *model_, normalizer_.get(),
+                                       tok::StrCat({origin, ": added_tokens"})));
+    vocab_size_ = model_->vocab_size();
+    for (const tok::AddedToken& t : added_.tokens()) vocab_size_ = std::max(vocab_size_, t.id + 1);
+    return Status::Ok();
+  }
+
+  Status Encode(std::string_view text, const EncodeOptions& options,
+                Encoding* out) const override {
+    out->clear();
+    if (text.size() >= 0xFFFFFFFFu) {
+      return Status::InvalidArgument(
+          tok::StrCat({"text too long to tokenize (", std::to_string(text.size()), " bytes)"}));
+    }
+    const size_t bad = tok::FindInvalidUtf8(text);
+    if (bad != std::string_view::npos) {
+      return Status::InvalidArgument(
+          tok::StrCat({"text is not valid UTF-8 (at byte ", std::to_string(bad), ")"}));
+    }
+    thread_local Scratch s;
+    s.seq.clear();
+    s.pieces.clear();
+    added_.SplitRaw(text, {0, static_cast<uint32_t>(text.size())}, &s.pieces);
+    for (const TextPiece& piece : s.pieces) {
+      if (piece.id >= 0) {
+        s.seq.ids.push_back(piece.id);
+        s.seq.offsets.emplace_back(piece.begin, piece.end);
+        continue;
+      }
+      const std::string_view raw = text.substr(piece.begin, piece.end - piece.begin);
+      if (normalizer_) {
+        normalizer_->NormalizeRaw(raw, piece.begin, &s.normalized);
+      } else {
+        s.normalized.AssignIdentity(raw, piece.begin);
+      }
+      const Span all{0, static_cast<uint32_t>(s.normalized.size())};
+      if (!added_.has_normalized()) {
+        ORCHID_RETURN_IF_ERROR(TokenizeNormalized(all, &s));
+        continue;
+      }
+      s.sub_pieces.clear();
+      added_.SplitNormalized(s.normalized.text, all, &s.sub_pieces);
+      for (const TextPiece& sub : s.sub_pieces) {
+        if (sub.id >= 0) {
+          s.seq.ids.push_back(sub.id);
+          s.seq.offsets.push_back(OriginalOffsets(s.normalized, sub.begin, sub.end));
+        } else {
+          ORCHID_RETURN_IF_ERROR(TokenizeNormalized({sub.begin, sub.end}, &s));
+        }
+      }
+    }
+    Truncate(options, &s.seq);
+    if (post_processor_) {
+      post_processor_->Process(s.seq, options.add_special_tokens, out);
+    } else {
+      out->ids = s.seq.ids;
+      out->type_ids.assign(s.seq.ids.size(), 0);
+      out->offsets = s.seq.offsets;
+    }
+    return Status::Ok();
+  }
+
+  int32_t vocab_size() const override { return vocab_size_; }
+  std::optional<int32_t> TokenToId(std::string_view token) const override {
+    if (auto id = added_.TokenToId(token)) return id;
+    return model_->TokenToId(token);
+  }
+  std::optional<std::string_view> IdToToken(int32_t id) const override {
+    if (auto t = added_.IdToToken(id)) return t;
+    return model_->IdToToken(id);
+  }
+  size_t num_special_tokens() const override {
+    return post_processor_ ? post_processor_->num_special_tokens() : 0;
+  }
+
+ private:
+  static std::pair<uint32_t, uint32_t> OriginalOffsets(const NormalizedText& n, uint32_t b,
+                                                       uint32_t e) {
+    if (b >= e) return {0, 0};
+    return {n.begin[b], n.end[e - 1]};
+  }
+
+  // Pre-tokenizes normalized[range) and runs the model on each word.
+  Status TokenizeNormalized(Span range, Scratch* s) const {
+    s->words.clear();
+    if (pre_tokenizer_) {
+      pre_tokenizer_->PreTokenize(s->normalized, range, &s->words);
+    } else if (range.end > range.begin) {
+      s->words.push_back(range);
+    }
+    const std::string_view text = s->normalized.text;
+    for (const Span& w : s->words) {
+      s->model_tokens.clear();
+      ORCHID_RETURN_IF_ERROR(model_->Tokenize(text.substr(w.begin, w.end - w.begin),
+                                              &s->model_tokens));
+      for (const tok::ModelToken& t : s->model_tokens) {
+        s->seq.ids.push_back(t.id);
+        s->seq.offsets.push_back(OriginalOffsets(s->normalized, w.begin + t.begin, w.begin + t.end));
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Like `tokenizers`: with special tokens, they count towards max_length; a max_length
+  // smaller than their number disables truncation (the reference's unsigned wrap-around).
+  void Truncate(const EncodeOptions& options, tok::TokenSequence* seq) const {
+    if (options.max_length == 0) return;
+    size_t limit = options.max_length;
+    if (options.add_special_tokens) {
+      const size_t added = num_special_tokens();
+      if (limit < added) return;
+      limit -= added;
+    }
+    const size_t n = seq->ids.size();
+    if (n <= limit) return;
+    if (options.side == TruncationSide::kRight) {
+      seq->ids.resize(limit);
+      seq->offsets.resize(limit);
+    } else {
+      seq->ids.erase(seq->ids.begin(), seq->ids.begin() + static_cast<ptrdiff_t>(n - limit));
+      seq->offsets.erase(seq->offsets.begin(),
+                         seq->offsets.begin() + static_cast<ptrdiff_t>(n - limit));
+    }
+  }
+
+  std::unique_ptr<tok::Model> model_;
+  std::unique_ptr<tok::Normalizer> normalizer_;
+  std::unique_ptr<tok::PreTokenizer> pre_tokenizer_;
+  std::unique_ptr<tok::PostProcessor> post_processor_;
+  tok::AddedVocabulary added_;
+  int32_t vocab_size_ = 0;
+};
+
+Result<std::unique_ptr<Tokenizer>> Build(simdjson::dom::parser& parser,
+                                         const simdjson::padded_string& json,
+                                         const std::string& origin) {
+  simdjson::dom::element root;
+  if (auto err = parser.parse(json).get(root); err != simdjson::SUCCESS) {
+    return Status::Corrupt(tok::StrCat({origin, ": invalid JSON: ", simdjson::error_message(err)}));
+  }
+  auto tokenizer = std::make_unique<PipelineTokenizer>();
+  ORCHID_RETURN_IF_ERROR(tokenizer->Load(root, origin));
+  return std::unique_ptr<Tokenizer>(std::move(tokenizer));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::FromFile(const std::string& path) {
+  simdjson::padded_string json;
+  if (auto err = simdjson::padded_string::load(path).get(json); err != simdjson::SUCCESS) {
+    return Status::IoError(tok::StrCat({path, ": cannot read: ", simdjson::error_message(err)}));
+  }
+  simdjson::dom::parser parser;
+  return Build(parser, json, path);
+}
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json,
+                                                       const std::string& origin) {
+  simdjson::padded_string padded(json);
+  simdjson::dom::parser parser;
+  return Build(parser, padded, origin);
+}
+
+}  // namespace orchid

@@ -1,0 +1,49 @@
+// Unicode helpers for the tokenizer: UTF-8 decoding/encoding and the character properties the
+// `tokenizers` components use, reproduced exactly (see gen_unicode_tables.py for why the
+// category sets come from generated tables and NFD / lowercase from utf8proc plus exceptions).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace orchid::tok {
+
+// Decodes one code point at text[*pos], advancing *pos. Returns false (pos unchanged) on
+// invalid UTF-8: truncated or stray continuation bytes, overlong forms, surrogates, > U+10FFFF.
+bool DecodeUtf8(std::string_view text, size_t* pos, char32_t* cp);
+// Byte offset of the first invalid sequence, or npos when `text` is valid UTF-8.
+size_t FindInvalidUtf8(std::string_view text);
+// Appends the UTF-8 encoding of cp (a valid scalar value).
+void AppendUtf8(char32_t cp, std::string* out);
+inline int Utf8Length(char32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
+// Length of the UTF-8 sequence starting with lead byte b (1 for continuation bytes).
+inline int Utf8SeqLength(unsigned char b) {
+  return b < 0xC0 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+}
+
+// Properties, as the reference library classifies them.
+bool IsOther(char32_t cp);             // general category Cc | Cf | Co
+bool IsBertPunctuation(char32_t cp);   // ASCII punctuation | P*
+bool IsMarkNonspacing(char32_t cp);    // Mn
+bool IsWhiteSpace(char32_t cp);        // Rust char::is_whitespace (White_Space)
+bool IsChineseChar(char32_t cp);       // BertNormalizer's CJK ideograph ranges
+int CombiningClass(char32_t cp);       // canonical combining class (0 = starter)
+// Regex `\w` (Unicode) as Rust's regex crate has it, approximated from utf8proc: letters,
+// marks, decimal digits, letter numbers, connector punctuation, joiners, and the circled /
+// squared letters that are Alphabetic. Used for added tokens' single_word matching.
+bool IsWordChar(char32_t cp);
+
+// Writes the full canonical decomposition (NFD of the single code point) to out[0..n);
+// returns n (1 when cp does not decompose). out must hold kMaxDecomposition code points.
+inline constexpr int kMaxDecomposition = 4;
+int DecomposeCanonical(char32_t cp, char32_t* out);
+// Rust char::to_lowercase: writes 1..3 code points, returns the count.
+int ToLowercase(char32_t cp, char32_t* out);
+
+// The utf8proc version the exception tables were generated against, and the one linked.
+const char* TablesUtf8procVersion();
+const char* LinkedUtf8procVersion();
+
+}  // namespace orchid::tok
