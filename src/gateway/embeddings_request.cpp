@@ -1,0 +1,208 @@
+#include "gateway/embeddings_request.h"
+
+#include <simdjson.h>
+
+#include <limits>
+#include <string>
+#include <utility>
+
+namespace orchid {
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+
+constexpr const char* kInputShape =
+    "input must be a string, an array of strings, an array of token ids or an array of arrays "
+    "of token ids";
+
+std::string Indexed(std::string_view field, size_t i) {
+  return std::string(field) + "[" + std::to_string(i) + "]";
+}
+
+std::optional<ApiError> ParseDocument(std::string_view body, element* doc) {
+  // One parser per thread: it keeps its buffers between requests.
+  thread_local simdjson::dom::parser parser;
+  const simdjson::error_code ec = parser.parse(body.data(), body.size()).get(*doc);
+  if (ec == simdjson::UTF8_ERROR) {
+    return ApiError::InvalidRequest("request body is not valid UTF-8", {}, "invalid_utf8");
+  }
+  if (ec == simdjson::EMPTY) return ApiError::InvalidRequest("request body is empty");
+  if (ec) {
+    return ApiError::InvalidRequest(
+        std::string("request body is not valid JSON: ") + simdjson::error_message(ec), {},
+        "invalid_json");
+  }
+  if (doc->type() != element_type::OBJECT) {
+    return ApiError::InvalidRequest("request body must be a JSON object");
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseTokenId(element value, const std::string& param, int32_t* out) {
+  if (value.type() == element_type::INT64) {
+    const int64_t v = int64_t(value);
+    if (v >= 0 && v <= std::numeric_limits<int32_t>::max()) {
+      *out = int32_t(v);
+      return std::nullopt;
+    }
+    return ApiError::InvalidRequest("token id " + std::to_string(v) + " is out of the vocabulary",
+                                    param, "invalid_token_id");
+  }
+  if (value.type() == element_type::UINT64) {
+    return ApiError::InvalidRequest(
+        "token id " + std::to_string(uint64_t(value)) + " is out of the vocabulary", param,
+        "invalid_token_id");
+  }
+  return ApiError::InvalidRequest(
+      std::string(kInputShape) + "; " + param + " is not an integer token id", param);
+}
+
+std::optional<ApiError> ParseTokenArray(simdjson::dom::array array, const std::string& param,
+                                        std::vector<int32_t>* out) {
+  out->reserve(array.size());
+  size_t j = 0;
+  for (element v : array) {
+    int32_t id = 0;
+    if (auto err = ParseTokenId(v, Indexed(param, j), &id)) return err;
+    out->push_back(id);
+    ++j;
+  }
+  return std::nullopt;
+}
+
+// Texts, when `allow_tokens` also token ids: the shapes of OpenAI's `input`.
+std::optional<ApiError> ParseInput(element input, std::string_view name, bool allow_tokens,
+                                   EmbeddingsRequest* out) {
+  const std::string param(name);
+  if (input.type() == element_type::STRING) {
+    std::string_view s = input;
+    if (s.empty()) return ApiError::InvalidRequest(param + " must not be an empty string", param);
+    out->texts.emplace_back(s);
+    return std::nullopt;
+  }
+  if (input.type() != element_type::ARRAY) {
+    return ApiError::InvalidRequest(allow_tokens
+                                        ? std::string(kInputShape)
+                                        : param + " must be a string or an array of strings",
+                                    param);
+  }
+  simdjson::dom::array items = input;
+  if (items.size() == 0)
+    return ApiError::InvalidRequest(param + " must not be an empty array", param);
+  const element_type first = (*items.begin()).type();
+  const bool numbers = first == element_type::INT64 || first == element_type::UINT64 ||
+                       first == element_type::DOUBLE;
+  if (allow_tokens && numbers) {  // one pre-tokenized input
+    out->token_ids.emplace_back();
+    return ParseTokenArray(items, param, &out->token_ids.back());
+  }
+  size_t i = 0;
+  for (element item : items) {
+    const std::string p = Indexed(param, i++);
+    if (first == element_type::STRING && item.type() == element_type::STRING) {
+      std::string_view s = item;
+      if (s.empty()) return ApiError::InvalidRequest(p + " must not be an empty string", p);
+      out->texts.emplace_back(s);
+    } else if (allow_tokens && first == element_type::ARRAY && item.type() == element_type::ARRAY) {
+      simdjson::dom::array ids = item;
+      if (ids.size() == 0) return ApiError::InvalidRequest(p + " must not be an empty array", p);
+      out->token_ids.emplace_back();
+      if (auto err = ParseTokenArray(ids, p, &out->token_ids.back())) return err;
+    } else {
+      return ApiError::InvalidRequest(allow_tokens
+                                          ? std::string(kInputShape) + "; " + p + " does not fit"
+                                          : param + " must be a string or an array of strings",
+                                      p);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseBool(element value, const char* name, bool* out) {
+  if (value.type() == element_type::NULL_VALUE) return std::nullopt;
+  if (value.type() != element_type::BOOL) {
+    return ApiError::InvalidRequest(std::string(name) + " must be a boolean", name);
+  }
+  *out = bool(value);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body,
+                                                     EmbeddingsRequest* out) {
+  *out = EmbeddingsRequest{};
+  element doc;
+  if (auto err = ParseDocument(body, &doc)) return err;
+  bool has_input = false;
+  for (simdjson::dom::key_value_pair field : simdjson::dom::object(doc)) {
+    const std::string_view key = field.key;
+    const element value = field.value;
+    const element_type type = value.type();
+    if (key == "input") {
+      out->texts.clear();
+      out->token_ids.clear();
+      if (type == element_type::NULL_VALUE) continue;
+      has_input = true;
+      if (auto err = ParseInput(value, "input", /*allow_tokens=*/true, out)) return err;
+    } else if (key == "model") {
+      if (type == element_type::NULL_VALUE) continue;
+      if (type != element_type::STRING)
+        return ApiError::InvalidRequest("model must be a string", "model");
+      out->model = std::string(std::string_view(value));
+    } else if (key == "encoding_format") {
+      if (type == element_type::NULL_VALUE) continue;
+      const std::string_view f = type == element_type::STRING ? std::string_view(value) : "";
+      if (f == "float") {
+        out->encoding_format = EncodingFormat::kFloat;
+      } else if (f == "base64") {
+        out->encoding_format = EncodingFormat::kBase64;
+      } else {
+        return ApiError::InvalidRequest("encoding_format must be \"float\" or \"base64\"",
+                                        "encoding_format");
+      }
+    } else if (key == "dimensions") {
+      if (type == element_type::NULL_VALUE) continue;
+      if (type == element_type::INT64) {
+        out->dimensions = int64_t(value);
+      } else if (type == element_type::UINT64) {
+        out->dimensions = std::numeric_limits<int64_t>::max();
+      } else {
+        return ApiError::InvalidRequest("dimensions must be an integer", "dimensions");
+      }
+    } else if (key == "truncate") {
+      if (auto err = ParseBool(value, "truncate", &out->truncate)) return err;
+    }
+    // "user" and fields we do not know are accepted and ignored.
+  }
+  if (!has_input) return ApiError::InvalidRequest("input is required", "input");
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseTeiEmbedRequest(std::string_view body, EmbeddingsRequest* out) {
+  *out = EmbeddingsRequest{};
+  element doc;
+  if (auto err = ParseDocument(body, &doc)) return err;
+  bool has_input = false;
+  bool normalize = true;
+  for (simdjson::dom::key_value_pair field : simdjson::dom::object(doc)) {
+    const std::string_view key = field.key;
+    const element value = field.value;
+    if (key == "inputs") {
+      out->texts.clear();
+      if (value.type() == element_type::NULL_VALUE) continue;
+      has_input = true;
+      if (auto err = ParseInput(value, "inputs", /*allow_tokens=*/false, out)) return err;
+    } else if (key == "normalize") {
+      if (auto err = ParseBool(value, "normalize", &normalize)) return err;
+    } else if (key == "truncate") {
+      if (auto err = ParseBool(value, "truncate", &out->truncate)) return err;
+    }
+  }
+  if (!has_input) return ApiError::InvalidRequest("inputs is required", "inputs");
+  out->normalize = normalize;
+  return std::nullopt;
+}
+
+}  // namespace orchid

@@ -1,0 +1,40 @@
+// The embeddings requests the HTTP API accepts, parsed from JSON (simdjson) into one form.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/api_error.h"
+
+namespace orchid {
+
+enum class EncodingFormat : uint8_t { kFloat, kBase64 };
+
+struct EmbeddingsRequest {
+  // Exactly one of these is non-empty: texts to tokenize, or token-id sequences used as given.
+  std::vector<std::string> texts;
+  std::vector<std::vector<int32_t>> token_ids;
+  std::optional<std::string> model;
+  EncodingFormat encoding_format = EncodingFormat::kFloat;
+  std::optional<int64_t> dimensions;  // keep the first N dimensions, then re-normalise
+  bool truncate = false;              // cut over-long inputs instead of rejecting them
+  std::optional<bool> normalize;      // L2-normalise; unset → the model's own default
+
+  bool pretokenized() const { return !token_ids.empty(); }
+  size_t num_inputs() const { return pretokenized() ? token_ids.size() : texts.size(); }
+};
+
+// OpenAI `POST /v1/embeddings`: input (string | [string] | [token id] | [[token id]]), model,
+// encoding_format, dimensions, user (ignored), and our extension `truncate`. Checks JSON types
+// and shapes only; what depends on the model (its name, vocabulary, maximum length, dimension)
+// is checked by EmbeddingService. Returns the error to send, or nullopt with *out filled.
+std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body, EmbeddingsRequest* out);
+
+// text-embeddings-inference `POST /embed`: {"inputs": str | [str], "normalize": bool = true,
+// "truncate": bool = false}.
+std::optional<ApiError> ParseTeiEmbedRequest(std::string_view body, EmbeddingsRequest* out);
+
+}  // namespace orchid

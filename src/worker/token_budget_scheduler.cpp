@@ -1,0 +1,283 @@
+#include "worker/token_budget_scheduler.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <utility>
+
+namespace orchid {
+
+namespace {
+
+// A callback that throws must not take the scheduler thread down with it.
+void Invoke(EmbedCallback& cb, Result<Embeddings> result) {
+  try {
+    cb(std::move(result));
+  } catch (const std::exception& e) {
+    spdlog::error("embed callback threw: {}", e.what());
+  } catch (...) {
+    spdlog::error("embed callback threw");
+  }
+}
+
+}  // namespace
+
+struct TokenBudgetScheduler::Entry {
+  EmbedRequest request;
+  EmbedCallback done;
+  size_t next_seq = 0;   // first sequence not yet put in a batch
+  size_t rows_done = 0;  // rows routed back so far
+  Embeddings out;        // sized when the first rows arrive
+  bool failed = false;
+
+  void Fail(const Status& status) {
+    if (failed) return;
+    failed = true;
+    EmbedCallback cb = std::move(done);
+    Invoke(cb, status);
+  }
+};
+
+TokenBudgetScheduler::TokenBudgetScheduler(Engine* engine, TokenBudgetSchedulerOptions options)
+    : engine_(engine), options_(options) {
+  waiter_ = std::thread([this] { RunWaiter(); });
+  scheduler_ = std::thread([this] { RunScheduler(); });
+}
+
+TokenBudgetScheduler::~TokenBudgetScheduler() { Shutdown(); }
+
+Status TokenBudgetScheduler::Enqueue(EmbedRequest request, EmbedCallback done) {
+  if (request.sequences.empty()) return Status::InvalidArgument("request has no sequences");
+  int64_t total = 0;
+  for (size_t i = 0; i < request.sequences.size(); ++i) {
+    const size_t n = request.sequences[i].size();
+    if (n == 0) return Status::InvalidArgument("sequence " + std::to_string(i) + " is empty");
+    if (n > size_t(options_.max_batch_tokens)) {
+      return Status::OutOfRange("sequence " + std::to_string(i) + " has " + std::to_string(n) +
+                                " tokens, more than the batch budget of " +
+                                std::to_string(options_.max_batch_tokens));
+    }
+    total += int64_t(n);
+  }
+  if (total > options_.max_queued_tokens) {
+    return Status::OutOfRange(
+        "request has " + std::to_string(total) + " tokens, more than the queue holds (" +
+        std::to_string(options_.max_queued_tokens) + "); split it into smaller requests");
+  }
+  auto entry = std::make_shared<Entry>();
+  entry->request = std::move(request);
+  entry->done = std::move(done);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Status::Unavailable("the server is shutting down");
+    if (queued_tokens_ + total > options_.max_queued_tokens) {
+      return Status::ResourceExhausted("queue full: " + std::to_string(queued_tokens_) +
+                                       " tokens waiting; retry later");
+    }
+    queued_tokens_ += total;
+    inbox_.push_back(std::move(entry));
+  }
+  cv_.notify_one();
+  return Status::Ok();
+}
+
+std::future<Result<Embeddings>> TokenBudgetScheduler::Enqueue(EmbedRequest request) {
+  auto promise = std::make_shared<std::promise<Result<Embeddings>>>();
+  auto future = promise->get_future();
+  Status st = Enqueue(std::move(request),
+                      [promise](Result<Embeddings> r) { promise->set_value(std::move(r)); });
+  if (!st.ok()) promise->set_value(std::move(st));
+  return future;
+}
+
+void TokenBudgetScheduler::Shutdown(std::chrono::milliseconds drain_timeout) {
+  using Clock = std::chrono::steady_clock;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    // Beyond ~100 years counts as "never" (and keeps now + timeout from overflowing).
+    if (drain_timeout < std::chrono::hours(24 * 365 * 100)) {
+      drain_deadline_ = std::min(drain_deadline_, Clock::now() + drain_timeout);
+    }
+  }
+  cv_.notify_one();
+  std::lock_guard<std::mutex> serial(shutdown_mu_);
+  if (scheduler_.joinable()) scheduler_.join();
+  {
+    std::lock_guard<std::mutex> lock(waiter_mu_);
+    waiter_stop_ = true;
+  }
+  waiter_cv_.notify_one();
+  if (waiter_.joinable()) waiter_.join();
+}
+
+int64_t TokenBudgetScheduler::queued_tokens() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queued_tokens_;
+}
+
+void TokenBudgetScheduler::RunScheduler() {
+  using Clock = std::chrono::steady_clock;
+  const size_t max_in_flight = size_t(std::max(1, options_.max_batches_in_flight));
+  for (;;) {
+    int completed = 0;
+    bool drain_expired = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      auto has_work = [&] {
+        if (!inbox_.empty() || completed_batches_ > 0) return true;
+        if (!stopping_) return false;
+        if (pending_.empty() && in_flight_.empty()) return true;  // time to exit
+        return !pending_.empty() && Clock::now() >= drain_deadline_;
+      };
+      while (!has_work()) {
+        if (stopping_ && !pending_.empty() && drain_deadline_ != Clock::time_point::max()) {
+          cv_.wait_until(lock, drain_deadline_);
+        } else {
+          cv_.wait(lock);
+        }
+      }
+      while (!inbox_.empty()) {
+        pending_.push_back(std::move(inbox_.front()));
+        inbox_.pop_front();
+      }
+      completed = std::exchange(completed_batches_, 0);
+      drain_expired = stopping_ && Clock::now() >= drain_deadline_;
+      if (stopping_ && completed == 0 && pending_.empty() && in_flight_.empty()) return;
+    }
+    for (int i = 0; i < completed; ++i) RouteFront();
+    if (drain_expired) FailPending(Status::Unavailable("the server is shutting down"));
+    while (!pending_.empty() && in_flight_.size() < max_in_flight) LaunchBatch();
+  }
+}
+
+// Fails every request still waiting for a batch (their batched parts are dropped on return).
+void TokenBudgetScheduler::FailPending(const Status& status) {
+  int64_t dequeued = 0;
+  for (const std::shared_ptr<Entry>& entry : pending_) {
+    const auto& seqs = entry->request.sequences;
+    for (size_t i = entry->next_seq; i < seqs.size(); ++i) dequeued += int64_t(seqs[i].size());
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queued_tokens_ -= dequeued;
+  }
+  std::deque<std::shared_ptr<Entry>> failed;
+  failed.swap(pending_);
+  for (const std::shared_ptr<Entry>& entry : failed) entry->Fail(status);
+}
+
+void TokenBudgetScheduler::RunWaiter() {
+  for (;;) {
+    LazyResult result;
+    {
+      std::unique_lock<std::mutex> lock(waiter_mu_);
+      waiter_cv_.wait(lock, [&] { return !to_wait_.empty() || waiter_stop_; });
+      if (to_wait_.empty()) return;
+      result = to_wait_.front();
+      to_wait_.pop_front();
+    }
+    result.wait();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++completed_batches_;
+    }
+    cv_.notify_one();
+  }
+}
+
+// Takes sequences in arrival order until the token budget is reached and submits them.
+// May take nothing (when every pending entry has failed); it then empties pending_.
+void TokenBudgetScheduler::LaunchBatch() {
+  RaggedBatch batch;
+  std::vector<Slice> slices;
+  int64_t batch_tokens = 0;
+  int64_t dequeued = 0;  // leaves the queue: batched, or dropped with a failed request
+  while (!pending_.empty()) {
+    std::shared_ptr<Entry> entry = pending_.front();
+    auto& seqs = entry->request.sequences;
+    if (entry->failed) {
+      for (size_t i = entry->next_seq; i < seqs.size(); ++i) dequeued += int64_t(seqs[i].size());
+      pending_.pop_front();
+      continue;
+    }
+    Slice slice{entry, entry->next_seq, 0};
+    while (entry->next_seq < seqs.size()) {
+      std::vector<int32_t>& seq = seqs[entry->next_seq];
+      const int64_t n = int64_t(seq.size());
+      if (batch_tokens + n > options_.max_batch_tokens) break;
+      batch.Add(seq.data(), int(n), entry->request.pooling, entry->request.normalize);
+      std::vector<int32_t>().swap(seq);  // the batch has its own copy now
+      batch_tokens += n;
+      ++entry->next_seq;
+      ++slice.count;
+    }
+    if (slice.count > 0) slices.push_back(std::move(slice));
+    if (entry->next_seq < seqs.size()) break;  // budget reached inside this request
+    pending_.pop_front();
+  }
+  dequeued += batch_tokens;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queued_tokens_ -= dequeued;
+  }
+  if (slices.empty()) return;
+  LazyResult result = engine_->Submit(std::move(batch));
+  in_flight_.push_back(InFlight{result, std::move(slices)});
+  {
+    std::lock_guard<std::mutex> lock(waiter_mu_);
+    to_wait_.push_back(result);
+  }
+  waiter_cv_.notify_one();
+}
+
+// Routes the rows of the oldest in-flight batch (already complete) to their requests.
+void TokenBudgetScheduler::RouteFront() {
+  InFlight batch = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  const Result<Embeddings>& result = batch.result.wait();
+  size_t expected_rows = 0;
+  for (const Slice& s : batch.slices) expected_rows += s.count;
+  if (!result.ok() || size_t(result->rows) != expected_rows) {
+    const Status error =
+        result.ok() ? Status::Internal("engine returned " + std::to_string(result->rows) +
+                                       " rows for " + std::to_string(expected_rows) + " sequences")
+                    : result.status();
+    for (Slice& s : batch.slices) s.entry->Fail(error);
+    return;
+  }
+  const Embeddings& rows = *result;
+  const size_t dim = size_t(rows.dim);
+  size_t row = 0;
+  for (Slice& s : batch.slices) {
+    Entry& e = *s.entry;
+    if (e.failed) {
+      row += s.count;
+      continue;
+    }
+    const size_t n = e.request.sequences.size();
+    if (e.out.data.empty()) {
+      e.out.rows = int(n);
+      e.out.dim = rows.dim;
+      e.out.data.resize(n * dim);
+    } else if (e.out.dim != rows.dim) {
+      e.Fail(Status::Internal("engine changed the embedding dimension between batches"));
+      row += s.count;
+      continue;
+    }
+    std::memcpy(e.out.data.data() + s.first * dim, rows.row(int(row)),
+                s.count * dim * sizeof(float));
+    row += s.count;
+    e.rows_done += s.count;
+    if (e.rows_done == n) {
+      EmbedCallback cb = std::move(e.done);
+      Invoke(cb, std::move(e.out));
+    }
+  }
+}
+
+}  // namespace orchid

@@ -1,0 +1,157 @@
+"""Helpers for the end-to-end tests: paths, a real `orchid serve` process, and the committed
+sentence-transformers references (tests/fixtures/stsb, made by make_reference.py there).
+
+Env: ORCHID_BIN (default build/orchid), ORCHID_MODEL (default models/all-MiniLM-L6-v2).
+Relative paths are taken from the current directory (the repo root under `make e2e-test`).
+"""
+import base64
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import requests
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED_DATA = REPO.parent / "shared" / "data"
+STSB_FIXTURES = REPO / "tests" / "fixtures" / "stsb"
+
+
+def _env_path(name, default):
+    p = Path(os.environ.get(name, str(default)))
+    return p if p.is_absolute() else Path.cwd() / p
+
+
+ORCHID_BIN = _env_path("ORCHID_BIN", REPO / "build" / "orchid")
+ORCHID_MODEL = _env_path("ORCHID_MODEL", REPO / "models" / "all-MiniLM-L6-v2")
+MODEL_NAME = Path(os.path.abspath(ORCHID_MODEL)).name  # the server's default served name
+
+
+class OrchidServer:
+    """`orchid serve` on a free port (--port 0; the port is read from its startup log line)."""
+
+    READY = re.compile(r" on http://(\S+):(\d+)\s*$")
+
+    def __init__(self, *extra_args, startup_timeout=120):
+        if not ORCHID_BIN.exists():
+            pytest.fail(f"ORCHID_BIN {ORCHID_BIN} does not exist (run `make build`)")
+        if not (ORCHID_MODEL / "config.json").exists():
+            pytest.fail(f"ORCHID_MODEL {ORCHID_MODEL} is not a model directory (run `make model`)")
+        self.args = [str(ORCHID_BIN), "serve", "--model", str(ORCHID_MODEL),
+                     "--host", "127.0.0.1", "--port", "0", *extra_args]
+        self.log = []
+        self._lines = queue.Queue()
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, encoding="utf-8", errors="replace")
+        threading.Thread(target=self._pump, daemon=True).start()
+        self.port = self._wait_ready(startup_timeout)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            self.log.append(line.rstrip("\n"))
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def _wait_ready(self, timeout):
+        deadline = time.monotonic() + timeout
+        port = None
+        while port is None:
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                self.kill()
+                pytest.fail(f"orchid serve did not start in {timeout}s:\n" + self.log_text())
+            if line is None:
+                self.proc.wait()
+                pytest.fail(f"orchid serve exited with {self.proc.returncode}:\n" + self.log_text())
+            m = self.READY.search(line)
+            if m:
+                port = int(m.group(2))
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
+                    return port
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.05)
+        self.kill()
+        pytest.fail("orchid serve never answered /health:\n" + self.log_text())
+
+    def log_text(self):
+        return "\n".join(self.log[-50:])
+
+    def stop(self, timeout=60):
+        """SIGTERM, then wait; returns the exit code (None if it had to be killed)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                return None
+        return self.proc.returncode
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+# The committed sentence-transformers references.
+with open(STSB_FIXTURES / "reference_sentences.json", encoding="utf-8") as _f:
+    _REF = json.load(_f)
+
+SENTENCES = _REF["sentences"]
+MAX_SEQ_LENGTH = _REF["max_seq_length"]
+LONG_INDEX = _REF["long_text_index"]
+EMBEDDINGS = np.load(STSB_FIXTURES / "reference_embeddings.npy")
+# Everything but the over-long text (which the server only takes with truncate: true).
+SHORT = [i for i in range(len(SENTENCES)) if i != LONG_INDEX]
+
+MIN_COSINE = 0.99999
+
+
+def cosines(a, b):
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    return (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+def assert_close_to_reference(got, indices, what=""):
+    got = np.asarray(got, dtype=np.float64)
+    assert got.shape == (len(indices), EMBEDDINGS.shape[1]), (what, got.shape)
+    cos = cosines(got, EMBEDDINGS[indices])
+    worst = int(np.argmin(cos))
+    assert cos[worst] >= MIN_COSINE, (
+        f"{what}: cosine {cos[worst]:.7f} < {MIN_COSINE} for {SENTENCES[indices[worst]]!r}")
+
+
+def decode_base64(s):
+    return np.frombuffer(base64.b64decode(s), dtype="<f4")
+
+
+def rows(reply_json):
+    """Embeddings of an OpenAI reply, float or base64, as float32 [n, dim], checking the shape."""
+    assert reply_json["object"] == "list"
+    out = []
+    for i, item in enumerate(reply_json["data"]):
+        assert item["object"] == "embedding" and item["index"] == i, item.keys()
+        e = item["embedding"]
+        out.append(decode_base64(e) if isinstance(e, str) else np.asarray(e, dtype=np.float32))
+    return np.stack(out)
+
+
+def hf_tokenizer():
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(os.fspath(ORCHID_MODEL / "tokenizer.json"))
+    tok.no_truncation()  # tokenizer.json asks for 128; the server's limit is max_seq_length
+    tok.no_padding()
+    return tok

@@ -1,0 +1,149 @@
+"""`POST /v1/embeddings` (OpenAI) and `POST /embed` (TEI) against sentence-transformers' own
+fp32 embeddings (tests/fixtures/stsb/reference_*), through the official `openai` client and raw
+HTTP."""
+import numpy as np
+import openai
+import pytest
+import requests
+
+from support import (EMBEDDINGS, LONG_INDEX, MAX_SEQ_LENGTH, MIN_COSINE, SENTENCES, SHORT,
+                     OrchidServer, assert_close_to_reference, cosines, hf_tokenizer, rows)
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+
+
+def post(server, body, path="/v1/embeddings"):
+    return requests.post(server.url + path, json=body, timeout=120)
+
+
+def test_health(server):
+    r = requests.get(server.url + "/health", timeout=10)
+    assert r.status_code == 200
+    assert r.json() == {"status": "ok"}
+
+
+def test_models(server, model_name, client):
+    r = requests.get(server.url + "/v1/models", timeout=10)
+    assert r.status_code == 200
+    body = r.json()
+    assert body["object"] == "list"
+    [m] = body["data"]
+    assert m["id"] == model_name and m["object"] == "model" and m["owned_by"] == "orchid"
+    assert isinstance(m["created"], int)
+    assert [m.id for m in client.models.list()] == [model_name]
+
+
+def test_openai_client_default_base64(client, model_name):
+    # The official client asks for base64 unless told otherwise, and decodes it itself.
+    texts = [SENTENCES[i] for i in SHORT]
+    res = client.embeddings.create(model=model_name, input=texts)
+    assert res.model == model_name
+    assert [d.index for d in res.data] == list(range(len(texts)))
+    assert_close_to_reference([d.embedding for d in res.data], SHORT, "openai client, base64")
+    expected_tokens = sum(len(e.ids) for e in hf_tokenizer().encode_batch(texts))
+    assert res.usage.prompt_tokens == expected_tokens
+    assert res.usage.total_tokens == expected_tokens
+
+
+def test_openai_client_float(client, model_name):
+    res = client.embeddings.create(model=model_name, input=SENTENCES[0], encoding_format="float")
+    assert len(res.data) == 1
+    assert_close_to_reference([res.data[0].embedding], [0], "openai client, float")
+
+
+def test_raw_float_and_base64_are_the_same_floats(server):
+    texts = [SENTENCES[i] for i in SHORT[:20]]
+    f = post(server, {"input": texts, "encoding_format": "float"})
+    b = post(server, {"input": texts, "encoding_format": "base64"})
+    assert f.status_code == 200 and b.status_code == 200, (f.text, b.text)
+    assert f.headers["Content-Type"] == "application/json"
+    assert isinstance(b.json()["data"][0]["embedding"], str)
+    np.testing.assert_array_equal(rows(f.json()), rows(b.json()))
+    assert_close_to_reference(rows(f.json()), SHORT[:20], "raw http")
+
+
+def test_model_field_is_optional(server):
+    r = post(server, {"input": ["a", "b"]})
+    assert r.status_code == 200
+    assert len(r.json()["data"]) == 2
+
+
+def test_token_ids_give_the_same_vectors_as_text(server):
+    indices = SHORT[:6]
+    texts = [SENTENCES[i] for i in indices]
+    ids = [e.ids for e in hf_tokenizer().encode_batch(texts)]
+    from_text = rows(post(server, {"input": texts}).json())
+    from_ids = post(server, {"input": ids})
+    assert from_ids.status_code == 200, from_ids.text
+    np.testing.assert_allclose(rows(from_ids.json()), from_text, atol=1e-6)
+    assert from_ids.json()["usage"]["prompt_tokens"] == sum(len(x) for x in ids)
+    one = post(server, {"input": ids[0]})  # a single array of token ids
+    assert one.status_code == 200, one.text
+    np.testing.assert_allclose(rows(one.json())[0], from_text[0], atol=1e-6)
+    assert_close_to_reference(rows(from_ids.json()), indices, "token ids")
+
+
+@pytest.mark.parametrize("dims", [1, 64, 128, 384])
+def test_dimensions_truncate_and_renormalise(client, model_name, dims):
+    res = client.embeddings.create(model=model_name, input=[SENTENCES[i] for i in SHORT[:8]],
+                                   dimensions=dims)
+    got = np.array([d.embedding for d in res.data], dtype=np.float64)
+    assert got.shape == (8, dims)
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    ref = EMBEDDINGS[SHORT[:8], :dims].astype(np.float64)
+    ref /= np.linalg.norm(ref, axis=1, keepdims=True)
+    assert cosines(got, ref).min() >= MIN_COSINE
+
+
+def test_long_input_is_rejected_unless_truncate(server):
+    long_text = SENTENCES[LONG_INDEX]
+    r = post(server, {"input": ["short", long_text]})
+    assert r.status_code == 400
+    err = r.json()["error"]
+    assert err["param"] == "input[1]" and err["code"] == "context_length_exceeded"
+    assert str(MAX_SEQ_LENGTH) in err["message"]
+    r = post(server, {"input": [long_text], "truncate": True})
+    assert r.status_code == 200, r.text
+    assert r.json()["usage"]["prompt_tokens"] == MAX_SEQ_LENGTH
+    # sentence-transformers truncates to max_seq_length too, keeping [CLS] … [SEP].
+    assert_close_to_reference(rows(r.json()), [LONG_INDEX], "truncated long input")
+    ids = hf_tokenizer().encode(long_text).ids
+    r = post(server, {"input": [ids]})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "input[0]"
+    assert post(server, {"input": [ids], "truncate": True}).status_code == 200
+
+
+def test_tei_embed(server):
+    texts = [SENTENCES[i] for i in SHORT[:5]]
+    r = post(server, {"inputs": texts}, path="/embed")
+    assert r.status_code == 200, r.text
+    got = np.array(r.json(), dtype=np.float32)
+    assert_close_to_reference(got, SHORT[:5], "TEI /embed")
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    one = post(server, {"inputs": texts[0]}, path="/embed")
+    assert np.array(one.json()).shape == (1, EMBEDDINGS.shape[1])
+    raw = post(server, {"inputs": texts, "normalize": False}, path="/embed")
+    raw_rows = np.array(raw.json(), dtype=np.float64)
+    assert np.all(np.abs(np.linalg.norm(raw_rows, axis=1) - 1.0) > 1e-3)  # not normalised
+    assert_close_to_reference(raw_rows, SHORT[:5], "TEI /embed normalize=false (direction)")
+    bad = post(server, {"inputs": []}, path="/embed")
+    assert bad.status_code == 400
+    assert set(bad.json()) == {"error", "error_type"}
+
+
+def test_served_model_name_overrides_the_directory_name(model_name):
+    s = OrchidServer("--served-model-name", "my-embedder")
+    try:
+        assert requests.get(s.url + "/v1/models", timeout=10).json()["data"][0]["id"] == "my-embedder"
+        ok = requests.post(s.url + "/v1/embeddings", json={"input": "x", "model": "my-embedder"},
+                           timeout=60)
+        assert ok.status_code == 200 and ok.json()["model"] == "my-embedder"
+        wrong = requests.post(s.url + "/v1/embeddings", json={"input": "x", "model": model_name},
+                              timeout=60)
+        assert wrong.status_code == 404
+        assert wrong.json()["error"]["code"] == "model_not_found"
+    finally:
+        assert s.stop() == 0, s.log_text()

@@ -1,0 +1,71 @@
+"""STS-B English test set through the server: the Spearman correlation of cosine similarity with
+the gold scores must equal sentence-transformers' own (committed in
+tests/fixtures/stsb/stsb_spearman.json by make_reference.py) to 4 decimals."""
+import csv
+import json
+
+import numpy as np
+import requests
+
+from support import SHARED_DATA, STSB_FIXTURES, rows
+
+CHUNK = 128
+
+
+def average_ranks(x):
+    """Ranks 1..n, ties sharing the average of their ranks (as scipy.stats.rankdata)."""
+    x = np.asarray(x)
+    order = np.argsort(x, kind="mergesort")
+    sorted_x = x[order]
+    ranks = np.empty(len(x), dtype=np.float64)
+    i = 0
+    while i < len(x):
+        j = i
+        while j + 1 < len(x) and sorted_x[j + 1] == sorted_x[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    return ranks
+
+
+def spearman(a, b):
+    ra, rb = average_ranks(a), average_ranks(b)
+    ra -= ra.mean()
+    rb -= rb.mean()
+    return float((ra * rb).sum() / np.sqrt((ra * ra).sum() * (rb * rb).sum()))
+
+
+def test_average_ranks_and_spearman():
+    np.testing.assert_array_equal(average_ranks([10, 20, 20, 5]), [2, 3.5, 3.5, 1])
+    assert abs(spearman([1, 2, 3, 4], [10, 20, 30, 40]) - 1.0) < 1e-12
+    assert abs(spearman([1, 2, 3, 4], [4, 3, 2, 1]) + 1.0) < 1e-12
+
+
+def test_stsb_spearman_matches_sentence_transformers(server, report):
+    with open(SHARED_DATA / "stsb" / "stsb-en-test.csv", newline="", encoding="utf-8") as f:
+        pairs = [(r[0], r[1], float(r[2])) for r in csv.reader(f)]
+    expected = json.loads((STSB_FIXTURES / "stsb_spearman.json").read_text())
+    assert len(pairs) == expected["pairs"]
+
+    texts = sorted({s for p in pairs for s in p[:2]})
+    index = {t: i for i, t in enumerate(texts)}
+    session = requests.Session()
+    chunks = []
+    for start in range(0, len(texts), CHUNK):
+        r = session.post(server.url + "/v1/embeddings",
+                         json={"input": texts[start:start + CHUNK], "encoding_format": "base64"},
+                         timeout=600)
+        assert r.status_code == 200, r.text
+        chunks.append(rows(r.json()))
+    emb = np.concatenate(chunks).astype(np.float64)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    a = emb[[index[p[0]] for p in pairs]]
+    b = emb[[index[p[1]] for p in pairs]]
+    cos = (a * b).sum(axis=1)
+    ours = spearman(cos, [p[2] for p in pairs])
+    theirs = expected["spearman_cosine"]
+    report.append(("STS-B en test Spearman (cosine)",
+                   f"orchid {ours:.6f}, sentence-transformers {theirs:.6f} "
+                   f"({len(pairs)} pairs, {expected['model']})"))
+    print(f"\nSTS-B en test Spearman: orchid {ours:.6f}, sentence-transformers {theirs:.6f}")
+    assert abs(ours - theirs) < 5e-5, f"orchid {ours:.6f} vs sentence-transformers {theirs:.6f}"

@@ -1,0 +1,116 @@
+#include "gateway/embeddings_request.h"
+
+#include <gtest/gtest.h>
+
+namespace orchid {
+namespace {
+
+EmbeddingsRequest Parse(std::string_view body) {
+  EmbeddingsRequest r;
+  auto err = ParseOpenAiEmbeddingsRequest(body, &r);
+  EXPECT_FALSE(err.has_value()) << body << " → " << (err ? err->message : "");
+  return r;
+}
+
+ApiError ParseError(std::string_view body) {
+  EmbeddingsRequest r;
+  auto err = ParseOpenAiEmbeddingsRequest(body, &r);
+  EXPECT_TRUE(err.has_value()) << body;
+  return err.value_or(ApiError{});
+}
+
+TEST(EmbeddingsRequestTest, AcceptsEveryInputShape) {
+  EXPECT_EQ(Parse(R"({"input":"hi"})").texts, std::vector<std::string>{"hi"});
+  EXPECT_EQ(Parse(R"({"input":["a","b"]})").texts, (std::vector<std::string>{"a", "b"}));
+  auto ids = Parse(R"({"input":[101,7592,102]})");
+  ASSERT_EQ(ids.token_ids.size(), 1u);
+  EXPECT_EQ(ids.token_ids[0], (std::vector<int32_t>{101, 7592, 102}));
+  auto batch = Parse(R"({"input":[[1,2],[3]]})");
+  EXPECT_EQ(batch.token_ids, (std::vector<std::vector<int32_t>>{{1, 2}, {3}}));
+  EXPECT_TRUE(batch.texts.empty());
+}
+
+TEST(EmbeddingsRequestTest, ReadsOptionalFields) {
+  auto r = Parse(R"({"input":"x","model":"m","encoding_format":"base64","dimensions":64,
+                     "user":"u","truncate":true,"unknown":{"a":[1]}})");
+  EXPECT_EQ(r.model, "m");
+  EXPECT_EQ(r.encoding_format, EncodingFormat::kBase64);
+  EXPECT_EQ(r.dimensions, 64);
+  EXPECT_TRUE(r.truncate);
+  EXPECT_FALSE(r.normalize.has_value());
+  auto d = Parse(R"({"input":"x","model":null,"encoding_format":null,"dimensions":null})");
+  EXPECT_FALSE(d.model.has_value());
+  EXPECT_EQ(d.encoding_format, EncodingFormat::kFloat);
+  EXPECT_FALSE(d.dimensions.has_value());
+  EXPECT_FALSE(d.truncate);
+}
+
+TEST(EmbeddingsRequestTest, RejectsBadRequestsWithParam) {
+  struct Case {
+    const char* body;
+    const char* param;  // "" = null
+  };
+  const Case cases[] = {
+      {"", ""},
+      {"{", ""},
+      {"[1,2]", ""},
+      {"\"input\"", ""},
+      {R"({"model":"m"})", "input"},
+      {R"({"input":null})", "input"},
+      {R"({"input":""})", "input"},
+      {R"({"input":[]})", "input"},
+      {R"({"input":["a",""]})", "input[1]"},
+      {R"({"input":["a",1]})", "input[1]"},
+      {R"({"input":[1,"a"]})", "input[1]"},
+      {R"({"input":[1.5]})", "input[0]"},
+      {R"({"input":[-1]})", "input[0]"},
+      {R"({"input":[99999999999]})", "input[0]"},
+      {R"({"input":[18446744073709551615]})", "input[0]"},
+      {R"({"input":[[1],[]]})", "input[1]"},
+      {R"({"input":[[1],["a"]]})", "input[1][0]"},
+      {R"({"input":[[1],2]})", "input[1]"},
+      {R"({"input":{"a":1}})", "input"},
+      {R"({"input":5})", "input"},
+      {R"({"input":true})", "input"},
+      {R"({"input":"x","model":5})", "model"},
+      {R"({"input":"x","encoding_format":"int8"})", "encoding_format"},
+      {R"({"input":"x","encoding_format":1})", "encoding_format"},
+      {R"({"input":"x","dimensions":"8"})", "dimensions"},
+      {R"({"input":"x","dimensions":8.5})", "dimensions"},
+      {R"({"input":"x","truncate":"yes"})", "truncate"},
+  };
+  for (const Case& c : cases) {
+    ApiError e = ParseError(c.body);
+    EXPECT_EQ(e.http_status, 400) << c.body;
+    EXPECT_EQ(e.type, "invalid_request_error") << c.body;
+    EXPECT_EQ(e.param, c.param) << c.body;
+    EXPECT_FALSE(e.message.empty()) << c.body;
+  }
+}
+
+TEST(EmbeddingsRequestTest, RejectsInvalidUtf8) {
+  ApiError e = ParseError("{\"input\":\"bad \xff\xfe\"}");
+  EXPECT_EQ(e.http_status, 400);
+  EXPECT_EQ(e.code, "invalid_utf8");
+  ApiError lone = ParseError(R"({"input":"\udc00"})");
+  EXPECT_EQ(lone.http_status, 400);
+}
+
+TEST(EmbeddingsRequestTest, ParsesTeiEmbed) {
+  EmbeddingsRequest r;
+  ASSERT_FALSE(ParseTeiEmbedRequest(R"({"inputs":"a b"})", &r).has_value());
+  EXPECT_EQ(r.texts, std::vector<std::string>{"a b"});
+  EXPECT_EQ(r.normalize, true);
+  EXPECT_FALSE(r.truncate);
+  ASSERT_FALSE(ParseTeiEmbedRequest(R"({"inputs":["a","b"],"normalize":false,"truncate":true})", &r)
+                   .has_value());
+  EXPECT_EQ(r.texts.size(), 2u);
+  EXPECT_EQ(r.normalize, false);
+  EXPECT_TRUE(r.truncate);
+  EXPECT_TRUE(ParseTeiEmbedRequest(R"({"inputs":[1,2]})", &r).has_value());
+  EXPECT_TRUE(ParseTeiEmbedRequest(R"({"input":"a"})", &r).has_value());
+  EXPECT_TRUE(ParseTeiEmbedRequest(R"({"inputs":"a","normalize":1})", &r).has_value());
+}
+
+}  // namespace
+}  // namespace orchid

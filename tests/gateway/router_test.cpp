@@ -1,0 +1,198 @@
+#include "gateway/router.h"
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <cmath>
+#include <cstring>
+#include <future>
+
+#include "gateway/base64.h"
+#include "gateway/fake_tokenizer.h"
+#include "worker/fake_engine.h"
+
+namespace orchid {
+namespace {
+
+using testing::FakeEngine;
+using testing::FakeTokenizer;
+
+// A router over the fake tokenizer and engine (max_seq_length 8, dim 3); the completion
+// executor runs tasks inline, so replies arrive on the scheduler thread.
+class RouterTest : public ::testing::Test {
+ protected:
+  RouterTest()
+      : engine_(/*auto_complete=*/true, /*vocab_size=*/1000, /*max_seq_length=*/8),
+        scheduler_(&engine_, TokenBudgetSchedulerOptions{64, 1024, 2}),
+        service_(&tokenizer_, &scheduler_, "fake-model", [](Task t) { t(); }),
+        router_(&service_) {}
+
+  HttpResponse Call(std::string method, std::string target, std::string body = {}) {
+    std::promise<HttpResponse> p;
+    auto f = p.get_future();
+    router_.Handle(HttpRequest{std::move(method), std::move(target), std::move(body)},
+                   [&p](HttpResponse r) { p.set_value(std::move(r)); });
+    return f.get();
+  }
+  HttpResponse Post(std::string body) { return Call("POST", "/v1/embeddings", std::move(body)); }
+
+  // Parses an OpenAI reply into rows of floats (decoding base64 when it is a string).
+  std::vector<std::vector<float>> Rows(const HttpResponse& r, int64_t* tokens = nullptr) {
+    simdjson::dom::element doc = parser_.parse(r.body);
+    EXPECT_EQ(std::string_view(doc["object"]), "list");
+    EXPECT_EQ(std::string_view(doc["model"]), "fake-model");
+    if (tokens) *tokens = int64_t(doc["usage"]["prompt_tokens"]);
+    EXPECT_EQ(int64_t(doc["usage"]["prompt_tokens"]), int64_t(doc["usage"]["total_tokens"]));
+    std::vector<std::vector<float>> rows;
+    int64_t index = 0;
+    for (simdjson::dom::element item : simdjson::dom::array(doc["data"])) {
+      EXPECT_EQ(std::string_view(item["object"]), "embedding");
+      EXPECT_EQ(int64_t(item["index"]), index++);
+      std::vector<float> row;
+      if (item["embedding"].is_string()) {
+        auto bytes = Base64Decode(std::string_view(item["embedding"]));
+        EXPECT_TRUE(bytes.has_value());
+        row.resize(bytes->size() / 4);
+        std::memcpy(row.data(), bytes->data(), bytes->size());
+      } else {
+        for (simdjson::dom::element v : simdjson::dom::array(item["embedding"])) {
+          row.push_back(float(double(v)));
+        }
+      }
+      rows.push_back(row);
+    }
+    return rows;
+  }
+
+  // Checks the status and the OpenAI error shape; returns the error object.
+  simdjson::dom::element Error(const HttpResponse& r, int status, std::string_view param = {}) {
+    EXPECT_EQ(r.status, status) << r.body;
+    simdjson::dom::element e = parser_.parse(r.body)["error"];
+    EXPECT_TRUE(e["message"].is_string()) << r.body;
+    EXPECT_TRUE(e["type"].is_string()) << r.body;
+    if (param.empty()) {
+      EXPECT_TRUE(e["param"].is_null()) << r.body;
+    } else {
+      EXPECT_EQ(std::string_view(e["param"]), param) << r.body;
+    }
+    EXPECT_FALSE(e["code"].error()) << r.body;
+    return e;
+  }
+
+  FakeTokenizer tokenizer_;
+  FakeEngine engine_;
+  TokenBudgetScheduler scheduler_;
+  EmbeddingService service_;
+  Router router_;
+  simdjson::dom::parser parser_;
+};
+
+TEST_F(RouterTest, HealthAndModels) {
+  HttpResponse h = Call("GET", "/health");
+  EXPECT_EQ(h.status, 200);
+  EXPECT_EQ(h.body, R"({"status":"ok"})");
+  HttpResponse m = Call("GET", "/v1/models");
+  EXPECT_EQ(m.status, 200);
+  simdjson::dom::element doc = parser_.parse(m.body);
+  EXPECT_EQ(std::string_view(doc["object"]), "list");
+  EXPECT_EQ(std::string_view(doc["data"].at(0)["id"]), "fake-model");
+  EXPECT_EQ(std::string_view(doc["data"].at(0)["object"]), "model");
+  EXPECT_EQ(std::string_view(doc["data"].at(0)["owned_by"]), "orchid");
+  EXPECT_GT(int64_t(doc["data"].at(0)["created"]), 1600000000);
+}
+
+TEST_F(RouterTest, UnknownRouteAndWrongMethod) {
+  Error(Call("GET", "/nope"), 404);
+  Error(Call("POST", "/v1/chat/completions", "{}"), 404);
+  HttpResponse r = Call("GET", "/v1/embeddings");
+  Error(r, 405);
+  EXPECT_EQ(r.allow, "POST");
+  EXPECT_EQ(Call("POST", "/health").allow, "GET");
+  EXPECT_EQ(Call("GET", "/health?x=1").status, 200);
+}
+
+TEST_F(RouterTest, EmbedsTextsInOrderWithUsage) {
+  int64_t tokens = 0;
+  auto rows =
+      Rows(Post(R"({"input":["one two","three four five"],"model":"fake-model"})"), &tokens);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(tokens, 4 + 5);
+  // The fake engine's row is {first id, length, last id}: [CLS]=1 and [SEP]=2.
+  EXPECT_EQ(rows[0], (std::vector<float>{1, 4, 2}));
+  EXPECT_EQ(rows[1], (std::vector<float>{1, 5, 2}));
+}
+
+TEST_F(RouterTest, TokenIdsGiveTheSameRowAsText) {
+  const int32_t a = FakeTokenizer::WordId("hello"), b = FakeTokenizer::WordId("world");
+  auto text = Rows(Post(R"({"input":"hello world"})"));
+  auto ids = Rows(Post(R"({"input":[1,)" + std::to_string(a) + "," + std::to_string(b) + ",2]}"));
+  auto nested =
+      Rows(Post(R"({"input":[[1,)" + std::to_string(a) + "," + std::to_string(b) + ",2],[5]]}"));
+  EXPECT_EQ(text[0], ids[0]);
+  EXPECT_EQ(text[0], nested[0]);
+  EXPECT_EQ(nested[1], (std::vector<float>{5, 1, 5}));
+}
+
+TEST_F(RouterTest, Base64MatchesFloat) {
+  auto f = Rows(Post(R"({"input":["a b c","d"],"encoding_format":"float"})"));
+  auto b = Rows(Post(R"({"input":["a b c","d"],"encoding_format":"base64"})"));
+  EXPECT_EQ(f, b);
+}
+
+TEST_F(RouterTest, DimensionsTruncateAndRenormalise) {
+  auto rows = Rows(Post(R"({"input":"x y z","dimensions":2})"));
+  ASSERT_EQ(rows[0].size(), 2u);
+  const float n = std::sqrt(1.0f + 25.0f);
+  EXPECT_FLOAT_EQ(rows[0][0], 1.0f / n);
+  EXPECT_FLOAT_EQ(rows[0][1], 5.0f / n);
+  Error(Post(R"({"input":"x","dimensions":0})"), 400, "dimensions");
+  Error(Post(R"({"input":"x","dimensions":4})"), 400, "dimensions");
+  EXPECT_EQ(Rows(Post(R"({"input":"x","dimensions":3})"))[0].size(), 3u);
+}
+
+TEST_F(RouterTest, RejectsWhatTheModelCannotTake) {
+  auto e = Error(Post(R"({"input":"x","model":"other"})"), 404, "model");
+  EXPECT_EQ(std::string_view(e["code"]), "model_not_found");
+  Error(Post(R"({"input":[1,1000]})"), 400, "input[0][1]");
+  // 7 words + 2 special tokens = 9 > max_seq_length 8.
+  auto long_text = R"({"input":["ok","a b c d e f g"]})";
+  auto too_long = Error(Post(long_text), 400, "input[1]");
+  EXPECT_EQ(std::string_view(too_long["code"]), "context_length_exceeded");
+  Error(Post(R"({"input":[[1,2,3,4,5,6,7,8,9]]})"), 400, "input[0]");
+  Error(Post("{\"input\":\"bad \xff\"}"), 400);
+  Error(Post("not json"), 400);
+  Error(Post(R"({"input":""})"), 400, "input");
+  Error(Post(R"({"input":[]})"), 400, "input");
+  Error(Post(R"({})"), 400, "input");
+  // The server keeps serving after every bad request.
+  EXPECT_EQ(Rows(Post(R"({"input":"fine"})")).size(), 1u);
+}
+
+TEST_F(RouterTest, TruncateCutsToTheMaximum) {
+  int64_t tokens = 0;
+  auto rows = Rows(Post(R"({"input":"a b c d e f g","truncate":true})"), &tokens);
+  EXPECT_EQ(tokens, 8);
+  EXPECT_EQ(rows[0], (std::vector<float>{1, 8, 2}));  // special tokens kept
+  rows = Rows(Post(R"({"input":[[1,2,3,4,5,6,7,8,9]],"truncate":true})"), &tokens);
+  EXPECT_EQ(tokens, 8);
+  EXPECT_EQ(rows[0], (std::vector<float>{1, 8, 8}));
+}
+
+TEST_F(RouterTest, TeiEmbed) {
+  HttpResponse r = Call("POST", "/embed", R"({"inputs":["a b","c"],"normalize":false})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, "[[1,4,2],[1,3,2]]");
+  HttpResponse n = Call("POST", "/embed", R"({"inputs":"a b"})");
+  simdjson::dom::element doc = parser_.parse(n.body);
+  double sq = 0;
+  for (simdjson::dom::element v : simdjson::dom::array(doc.at(0))) sq += double(v) * double(v);
+  EXPECT_NEAR(sq, 1.0, 1e-6);  // normalize defaults to true
+  HttpResponse bad = Call("POST", "/embed", R"({"inputs":[]})");
+  EXPECT_EQ(bad.status, 400);
+  simdjson::dom::element err = parser_.parse(bad.body);
+  EXPECT_TRUE(err["error"].is_string());
+  EXPECT_EQ(std::string_view(err["error_type"]), "Validation");
+}
+
+}  // namespace
+}  // namespace orchid

@@ -1,0 +1,102 @@
+// FakeEngine: an Engine for scheduler and gateway tests. It records every batch and completes it
+// either at once (auto_complete) or when the test says so. Row i of a batch is
+// {first id, length, last id} of sequence i (dim 3), scaled to unit length when the batch asks
+// for normalisation — enough to check routing and order.
+#pragma once
+
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace orchid::testing {
+
+class FakeEngine : public Engine {
+ public:
+  explicit FakeEngine(bool auto_complete, int32_t vocab_size = 1000, int max_seq_length = 16)
+      : auto_complete_(auto_complete) {
+    info_.architecture = "FakeModel";
+    info_.vocab_size = vocab_size;
+    info_.hidden_size = kDim;
+    info_.max_position_embeddings = max_seq_length;
+    info_.max_seq_length = max_seq_length;
+    info_.default_pooling = Pooling::kMean;
+    info_.default_normalize = false;
+  }
+  static constexpr int kDim = 3;
+
+  const ModelInfo& info() const override { return info_; }
+
+  LazyResult Submit(RaggedBatch batch) override {
+    auto [result, promise] = LazyResult::Make();
+    size_t index;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      batches_.push_back(std::move(batch));
+      promises_.push_back(std::move(promise));
+      index = batches_.size() - 1;
+    }
+    cv_.notify_all();
+    if (auto_complete_) Complete(index);
+    return result;
+  }
+
+  static Embeddings Rows(const RaggedBatch& b) {
+    Embeddings e;
+    e.rows = b.num_sequences();
+    e.dim = kDim;
+    for (int s = 0; s < b.num_sequences(); ++s) {
+      const int begin = b.cu_seqlens[s], end = b.cu_seqlens[s + 1];
+      float v[kDim] = {float(b.token_ids[begin]), float(end - begin), float(b.token_ids[end - 1])};
+      if (b.normalize[s]) {
+        const float n = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+        for (float& x : v) x /= n;
+      }
+      e.data.insert(e.data.end(), v, v + kDim);
+    }
+    return e;
+  }
+
+  void Complete(size_t i) {
+    std::unique_lock<std::mutex> lock(mu_);
+    Embeddings e = Rows(batches_[i]);
+    LazyResult::Promise p = promises_[i];
+    lock.unlock();
+    p.Set(std::move(e));
+  }
+
+  void Fail(size_t i, Status st) {
+    std::unique_lock<std::mutex> lock(mu_);
+    LazyResult::Promise p = promises_[i];
+    lock.unlock();
+    p.Set(std::move(st));
+  }
+
+  bool WaitForBatches(size_t n, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return batches_.size() >= n; });
+  }
+
+  size_t num_batches() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return batches_.size();
+  }
+
+  RaggedBatch batch(size_t i) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return batches_[i];
+  }
+
+ private:
+  const bool auto_complete_;
+  ModelInfo info_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<RaggedBatch> batches_;
+  std::vector<LazyResult::Promise> promises_;
+};
+
+}  // namespace orchid::testing
