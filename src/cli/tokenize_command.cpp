@@ -1,7 +1,8 @@
 // `orchid tokenize --tokenizer PATH [--no-special-tokens] [--max-length N]
-//                  [--truncation-side right|left]`
+//                  [--truncation-side right|left] [--offsets]`
 // Reads one JSON string per line on stdin and writes the token ids of each as one JSON array
-// per line on stdout. Used to check exactness against the reference `tokenizers`.
+// per line on stdout (with --offsets, one object per line: {"ids": [...], "offsets":
+// [[begin, end], ...]} with byte offsets into the UTF-8 input, [0, 0] for special tokens). Used to check exactness against the reference `tokenizers`.
 // A line that is not a JSON string (or text the tokenizer rejects) is reported on stderr with
 // its line number; the command then exits with status 1 (lines before it are still written).
 #include <simdjson.h>
@@ -23,6 +24,7 @@ struct TokenizeOptions {
   bool no_special_tokens = false;
   size_t max_length = 0;
   std::string truncation_side = "right";
+  bool offsets = false;
 };
 
 void AppendIds(const Encoding& enc, std::string* out) {
@@ -33,7 +35,18 @@ void AppendIds(const Encoding& enc, std::string* out) {
     const int n = std::snprintf(buf, sizeof(buf), "%d", enc.ids[i]);
     out->append(buf, static_cast<size_t>(n));
   }
-  out->append("]\n");
+  out->push_back(']');
+}
+
+void AppendOffsets(const Encoding& enc, std::string* out) {
+  out->push_back('[');
+  char buf[32];
+  for (size_t i = 0; i < enc.offsets.size(); ++i) {
+    const int n = std::snprintf(buf, sizeof(buf), "%s[%u,%u]", i > 0 ? "," : "", enc.offsets[i].first,
+                                enc.offsets[i].second);
+    out->append(buf, static_cast<size_t>(n));
+  }
+  out->push_back(']');
 }
 
 int RunTokenize(const TokenizeOptions& opt) {
@@ -78,7 +91,16 @@ int RunTokenize(const TokenizeOptions& opt) {
       rc = 1;
       break;
     }
-    AppendIds(encoding, &out);
+    if (opt.offsets) {
+      out.append("{\"ids\":");
+      AppendIds(encoding, &out);
+      out.append(",\"offsets\":");
+      AppendOffsets(encoding, &out);
+      out.append("}\n");
+    } else {
+      AppendIds(encoding, &out);
+      out.push_back('\n');
+    }
     if (out.size() >= (1u << 20)) {
       std::fwrite(out.data(), 1, out.size(), stdout);
       out.clear();
@@ -107,6 +129,8 @@ void RegisterTokenizeCommand(CLI::App& app, int* exit_code) {
                    "truncate to N tokens, special tokens included (0 = no truncation)");
   cmd->add_option("--truncation-side", opt->truncation_side, "right (default) or left")
       ->check(CLI::IsMember({"right", "left"}));
+  cmd->add_flag("--offsets", opt->offsets,
+                "write {\"ids\": [...], \"offsets\": [[begin, end], ...]} (byte offsets) per line");
   cmd->callback([opt, exit_code] { *exit_code = RunTokenize(*opt); });
 }
 

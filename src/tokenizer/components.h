@@ -1,8 +1,8 @@
 // Internal interfaces of the tokenizer pipeline, one per tokenizer.json section:
 //   added tokens → Normalizer → PreTokenizer → Model → (truncation) → PostProcessor.
-// Each component is built from its JSON object by a factory (components_json.h); an
-// unsupported "type" is a clear error naming it. New components (Unigram, BPE, ByteLevel,
-// Metaspace, Sequence, ...) implement these interfaces and register in the factories.
+// Each component is built from its JSON object by a factory (normalizers.h, pre_tokenizers.h,
+// models.h, post_processors.h); an unsupported "type" is a clear error naming it. New
+// components implement these interfaces and register in the factories.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +57,19 @@ class PreTokenizer {
   // Appends the words of text[range) to *words (byte ranges into text, non-empty).
   virtual void PreTokenize(const NormalizedText& text, Span range,
                            std::vector<Span>* words) const = 0;
+  // True for ByteLevel (alone or in a Sequence): the model must see each word's bytes mapped
+  // to GPT-2's byte-level alphabet (the BPE model does that mapping itself, see bpe.h).
+  virtual bool byte_level() const { return false; }
+  // Pre-tokenizers that change the text (Metaspace, or a Sequence holding one) return true and
+  // implement RewriteAndSplit instead of PreTokenize: they append the rewritten text of
+  // text[range) to *rewritten (aligned to the original input) and its words, as byte ranges
+  // into *rewritten, to *words.
+  virtual bool rewrites_text() const { return false; }
+  virtual void RewriteAndSplit(const NormalizedText& text, Span range, NormalizedText* rewritten,
+                               std::vector<Span>* words) const {
+    (void)rewritten;
+    PreTokenize(text, range, words);
+  }
 };
 
 struct ModelToken {

@@ -1,4 +1,4 @@
-// Models (tokenizer.json "model"). Supported: WordPiece.
+// Models (tokenizer.json "model"). Supported: WordPiece, BPE, Unigram.
 #pragma once
 
 #include <memory>

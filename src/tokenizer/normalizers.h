@@ -1,4 +1,6 @@
-// Normalizers (tokenizer.json "normalizer"). Supported: BertNormalizer.
+// Normalizers (tokenizer.json "normalizer"). Supported: BertNormalizer, NFC, NFD, NFKC, NFKD,
+// Lowercase, Replace (literal or regex pattern), Prepend, Strip, Precompiled (precompiled.h),
+// Sequence.
 #pragma once
 
 #include <memory>

@@ -105,25 +105,55 @@ Status ParseBertSpecial(JsonObject o, std::string_view key, const std::string& w
   return Status::Ok();
 }
 
+// The single-sequence template of one post-processor JSON object.
+Status ParseSingle(JsonElement json, std::string_view where, std::vector<Piece>* single) {
+  ORCHID_ASSIGN_OR_RETURN(std::string_view type, ComponentType(json, where));
+  const std::string ctx = StrCat({where, " (", type, ")"});
+  JsonObject o = json.get_object().value_unsafe();
+  single->clear();
+  Piece seq;
+  seq.is_sequence = true;
+  if (type == "TemplateProcessing") return ParseTemplate(o, ctx, single);
+  if (type == "BertProcessing" || type == "RobertaProcessing") {
+    // RobertaProcessing's trim_offsets / add_prefix_space change offsets only.
+    Piece cls, sep;
+    ORCHID_RETURN_IF_ERROR(ParseBertSpecial(o, "cls", ctx, &cls));
+    ORCHID_RETURN_IF_ERROR(ParseBertSpecial(o, "sep", ctx, &sep));
+    *single = {cls, seq, sep};
+    return Status::Ok();
+  }
+  if (type == "ByteLevel") {  // trim_offsets changes offsets only; no tokens are added
+    *single = {seq};
+    return Status::Ok();
+  }
+  if (type == "Sequence") {
+    simdjson::dom::array items;
+    if (o["processors"].get(items) != simdjson::SUCCESS) {
+      return JsonError(ctx, "\"processors\" must be an array");
+    }
+    // Each processor wraps the previous one's output; only one may add tokens here.
+    *single = {seq};
+    size_t k = 0;
+    for (JsonElement item : items) {
+      std::vector<Piece> inner;
+      ORCHID_RETURN_IF_ERROR(ParseSingle(item, StrCat({ctx, "[", std::to_string(k++), "]"}), &inner));
+      if (inner.size() == 1) continue;
+      if (single->size() != 1) {
+        return JsonError(ctx, "more than one processor adding special tokens is not supported");
+      }
+      *single = std::move(inner);
+    }
+    return Status::Ok();
+  }
+  return UnsupportedType(where, "post-processor", type);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<PostProcessor>> MakePostProcessor(JsonElement json, std::string_view where) {
   if (json.is_null()) return std::unique_ptr<PostProcessor>();
-  ORCHID_ASSIGN_OR_RETURN(std::string_view type, ComponentType(json, where));
-  const std::string ctx = StrCat({where, " (", type, ")"});
-  JsonObject o = json.get_object().value_unsafe();
   std::vector<Piece> single;
-  if (type == "TemplateProcessing") {
-    ORCHID_RETURN_IF_ERROR(ParseTemplate(o, ctx, &single));
-  } else if (type == "BertProcessing") {
-    Piece cls, seq, sep;
-    ORCHID_RETURN_IF_ERROR(ParseBertSpecial(o, "cls", ctx, &cls));
-    ORCHID_RETURN_IF_ERROR(ParseBertSpecial(o, "sep", ctx, &sep));
-    seq.is_sequence = true;
-    single = {cls, seq, sep};
-  } else {
-    return UnsupportedType(where, "post-processor", type);
-  }
+  ORCHID_RETURN_IF_ERROR(ParseSingle(json, where, &single));
   return std::unique_ptr<PostProcessor>(std::make_unique<TemplatePostProcessor>(std::move(single)));
 }
 

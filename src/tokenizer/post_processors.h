@@ -1,5 +1,5 @@
 // Post-processors (tokenizer.json "post_processor"). Supported: TemplateProcessing,
-// BertProcessing. Only the single-sequence template is applied for now.
+// BertProcessing, RobertaProcessing, ByteLevel, Sequence. Only the single-sequence template is applied for now.
 #pragma once
 
 #include <memory>

@@ -1,4 +1,6 @@
-// Pre-tokenizers (tokenizer.json "pre_tokenizer"). Supported: BertPreTokenizer.
+// Pre-tokenizers (tokenizer.json "pre_tokenizer"). Supported: BertPreTokenizer, Split (literal
+// or regex pattern, every behavior, invert; see split_patterns.h), ByteLevel (add_prefix_space,
+// use_regex), Metaspace (replacement, prepend_scheme, split), WhitespaceSplit, Sequence.
 #pragma once
 
 #include <memory>

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tokenizer/added_vocabulary.h"
+#include "tokenizer/bpe.h"
 #include "tokenizer/components.h"
 #include "tokenizer/json_util.h"
 #include "tokenizer/models.h"
@@ -28,10 +29,18 @@ struct Scratch {
   std::vector<TextPiece> pieces;
   std::vector<TextPiece> sub_pieces;
   NormalizedText normalized;
+  NormalizedText rewritten;  // the pre-tokenizer's rewrite of `normalized` (Metaspace)
   std::vector<Span> words;
   std::vector<tok::ModelToken> model_tokens;
   tok::TokenSequence seq;
 };
+
+// A JSON null (a default-constructed dom::element is not one: reading it crashes).
+simdjson::dom::element NullElement() {
+  static simdjson::dom::parser* parser = new simdjson::dom::parser();
+  static const simdjson::dom::element null = parser->parse(std::string_view("null")).value();
+  return null;
+}
 
 class PipelineTokenizer final : public Tokenizer {
  public:
@@ -40,7 +49,7 @@ class PipelineTokenizer final : public Tokenizer {
     if (root.get(o) != simdjson::SUCCESS) return Status::Corrupt(tok::StrCat({origin, ": not a JSON object"}));
     auto section = [&](const char* key) {
       simdjson::dom::element e;
-      if (o[key].get(e) != simdjson::SUCCESS) e = simdjson::dom::element();  // null
+      if (o[key].get(e) != simdjson::SUCCESS) e = NullElement();  // absent: as null
       return e;
     };
     simdjson::dom::element model_json;
@@ -52,6 +61,13 @@ class PipelineTokenizer final : public Tokenizer {
                             tok::MakeNormalizer(section("normalizer"), tok::StrCat({origin, ": normalizer"})));
     ORCHID_ASSIGN_OR_RETURN(pre_tokenizer_, tok::MakePreTokenizer(section("pre_tokenizer"),
                                                                   tok::StrCat({origin, ": pre_tokenizer"})));
+    if (pre_tokenizer_ && pre_tokenizer_->byte_level()) {
+      auto* bpe = dynamic_cast<tok::BpeModel*>(model_.get());
+      if (bpe == nullptr) {
+        return Status::Corrupt(tok::StrCat({origin, ": a ByteLevel pre-tokenizer needs a BPE model"}));
+      }
+      bpe->EnableByteLevel();
+    }
     ORCHID_ASSIGN_OR_RETURN(post_processor_, tok::MakePostProcessor(section("post_processor"),
                                                                     tok::StrCat({origin, ": post_processor"})));
     ORCHID_RETURN_IF_ERROR(added_.Load(section("added_tokens"), *model_, normalizer_.get(),
@@ -139,19 +155,24 @@ class PipelineTokenizer final : public Tokenizer {
   // Pre-tokenizes normalized[range) and runs the model on each word.
   Status TokenizeNormalized(Span range, Scratch* s) const {
     s->words.clear();
-    if (pre_tokenizer_) {
+    const NormalizedText* src = &s->normalized;
+    if (pre_tokenizer_ && pre_tokenizer_->rewrites_text()) {
+      s->rewritten.clear();
+      pre_tokenizer_->RewriteAndSplit(s->normalized, range, &s->rewritten, &s->words);
+      src = &s->rewritten;
+    } else if (pre_tokenizer_) {
       pre_tokenizer_->PreTokenize(s->normalized, range, &s->words);
     } else if (range.end > range.begin) {
       s->words.push_back(range);
     }
-    const std::string_view text = s->normalized.text;
+    const std::string_view text = src->text;
     for (const Span& w : s->words) {
       s->model_tokens.clear();
       ORCHID_RETURN_IF_ERROR(model_->Tokenize(text.substr(w.begin, w.end - w.begin),
                                               &s->model_tokens));
       for (const tok::ModelToken& t : s->model_tokens) {
         s->seq.ids.push_back(t.id);
-        s->seq.offsets.push_back(OriginalOffsets(s->normalized, w.begin + t.begin, w.begin + t.end));
+        s->seq.offsets.push_back(OriginalOffsets(*src, w.begin + t.begin, w.begin + t.end));
       }
     }
     return Status::Ok();

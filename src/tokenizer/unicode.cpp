@@ -6,6 +6,7 @@
 #include <array>
 #include <cstring>
 #include <iterator>
+#include <vector>
 
 namespace orchid::tok {
 namespace {
@@ -21,6 +22,7 @@ struct CodepointMapping {
 };
 
 #include "tokenizer/unicode_tables.inc"
+#include "tokenizer/regex_tables.inc"
 
 constexpr CodepointRange kChineseRanges[] = {
     {0x3400, 0x4DBF},   {0x4E00, 0x9FFF},   {0xF900, 0xFAFF},   {0x20000, 0x2A6DF},
@@ -41,20 +43,23 @@ const CodepointMapping* FindMapping(const CodepointMapping (&map)[N], char32_t c
   return it != std::end(map) && it->cp == cp ? it : nullptr;
 }
 
-enum : uint8_t {
+enum : uint16_t {
   kOther = 1,
   kPunct = 2,
   kMn = 4,
   kSpace = 8,
   kChinese = 16,
   kCccZero = 32,
+  kRegexLetter = 64,
+  kRegexNumber = 128,
+  kRegexSpace = 256,
 };
 
 // One flag byte per BMP code point, built once from the range tables.
 struct BmpFlags {
-  std::array<uint8_t, 0x10000> flags{};
+  std::array<uint16_t, 0x10000> flags{};
   BmpFlags() {
-    auto mark = [this](const auto& ranges, uint8_t bit) {
+    auto mark = [this](const auto& ranges, uint16_t bit) {
       for (const CodepointRange& r : ranges) {
         for (char32_t c = r.first; c <= r.last && c < 0x10000; ++c) flags[c] |= bit;
       }
@@ -65,6 +70,9 @@ struct BmpFlags {
     mark(kWhiteSpaceRanges, kSpace);
     mark(kChineseRanges, kChinese);
     mark(kCccZeroRanges, kCccZero);
+    mark(kRegexLetterRanges, kRegexLetter);
+    mark(kRegexNumberRanges, kRegexNumber);
+    mark(kRegexSpaceRanges, kRegexSpace);
   }
 };
 
@@ -178,6 +186,71 @@ bool IsMarkNonspacing(char32_t cp) {
 bool IsWhiteSpace(char32_t cp) { return cp < 0x10000 && (Bmp().flags[cp] & kSpace) != 0; }
 bool IsChineseChar(char32_t cp) {
   return cp < 0x10000 ? (Bmp().flags[cp] & kChinese) != 0 : InRanges(kChineseRanges, cp);
+}
+
+RegexClass ClassifyForRegex(char32_t cp) {
+  if (cp < 0x10000) {
+    const uint16_t f = Bmp().flags[cp];
+    if (f & kRegexLetter) return RegexClass::kLetter;
+    if (f & kRegexNumber) return RegexClass::kNumber;
+    if (f & kRegexSpace) return RegexClass::kSpace;
+    return RegexClass::kOther;
+  }
+  if (InRanges(kRegexLetterRanges, cp)) return RegexClass::kLetter;
+  if (InRanges(kRegexNumberRanges, cp)) return RegexClass::kNumber;
+  if (InRanges(kRegexSpaceRanges, cp)) return RegexClass::kSpace;
+  return RegexClass::kOther;
+}
+
+bool MayComposeWithPrevious(char32_t cp) {
+  if (cp < 0x300) return false;
+  if ((cp >= 0x1161 && cp <= 0x1175) || (cp >= 0x11A8 && cp <= 0x11C2)) return true;  // Hangul V, T
+  if (utf8proc_get_property(static_cast<utf8proc_int32_t>(cp))->combining_class != 0) return true;
+  switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int DecomposeCompatibility(char32_t cp, char32_t* out, int capacity) {
+  if (cp < 0xA0) {
+    out[0] = cp;
+    return 1;
+  }
+  // Characters whose canonical decomposition the reference has differently (newer Unicode).
+  if (const CodepointMapping* m = FindMapping(kNfdExceptions, cp); m != nullptr && m->n <= capacity) {
+    for (int i = 0; i < m->n; ++i) out[i] = m->to[i];
+    return m->n;
+  }
+  utf8proc_int32_t buf[32];
+  int last = 0;
+  const utf8proc_ssize_t n = utf8proc_decompose_char(
+      static_cast<utf8proc_int32_t>(cp), buf, 32,
+      static_cast<utf8proc_option_t>(UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT), &last);
+  if (n <= 0 || n > capacity) {
+    out[0] = cp;
+    return 1;
+  }
+  for (utf8proc_ssize_t i = 0; i < n; ++i) out[i] = static_cast<char32_t>(buf[i]);
+  return static_cast<int>(n);
+}
+
+char32_t ComposePair(char32_t starter, char32_t c) {
+  if (c < 0x300) return 0;  // nothing below U+0300 composes with a preceding character
+  utf8proc_int32_t buf[2] = {static_cast<utf8proc_int32_t>(starter), static_cast<utf8proc_int32_t>(c)};
+  const utf8proc_ssize_t r =
+      utf8proc_normalize_utf32(buf, 2, static_cast<utf8proc_option_t>(UTF8PROC_COMPOSE | UTF8PROC_STABLE));
+  if (r != 1) return 0;
+  const auto composite = static_cast<char32_t>(buf[0]);
+  // A composite newer than the reference's Unicode (it does not decompose it, see
+  // kNfdExceptions) is not composed by the reference either.
+  const CodepointMapping* m = FindMapping(kNfdExceptions, composite);
+  if (m != nullptr && m->n == 1 && m->to[0] == composite) return 0;
+  return composite;
 }
 
 int CombiningClass(char32_t cp) {

@@ -35,6 +35,23 @@ int CombiningClass(char32_t cp);       // canonical combining class (0 = starter
 // squared letters that are Alphabetic. Used for added tokens' single_word matching.
 bool IsWordChar(char32_t cp);
 
+// \p{L}, \p{N}, \s and everything else, as the reference's regex engine (Oniguruma) classifies
+// code points (tables probed by gen_regex_tables.py).
+enum class RegexClass : uint8_t { kLetter, kNumber, kSpace, kOther };
+RegexClass ClassifyForRegex(char32_t cp);
+
+// Whether cp might combine with what precedes it under NFC (a non-starter, a mark, a Hangul
+// vowel or trailing consonant): text can be cut into independently normalized segments
+// before every code point for which this is false.
+bool MayComposeWithPrevious(char32_t cp);
+// Full compatibility decomposition (NFKD of one code point, utf8proc's Unicode version);
+// returns n <= capacity.
+int DecomposeCompatibility(char32_t cp, char32_t* out, int capacity);
+// The primary composite of starter + c (canonical composition of an unblocked pair), or 0 when
+// they do not compose (composition exclusions and composites the reference does not know
+// included).
+char32_t ComposePair(char32_t starter, char32_t c);
+
 // Writes the full canonical decomposition (NFD of the single code point) to out[0..n);
 // returns n (1 when cp does not decompose). out must hold kMaxDecomposition code points.
 inline constexpr int kMaxDecomposition = 4;

@@ -2,7 +2,7 @@
 
 Compares, live against `tokenizers.Tokenizer.from_file(...).encode_batch`:
   * every sentence (both columns) of every data/stsb/*.csv file (11 languages, train/dev/test),
-  * the hand-made edge cases of tests/fixtures/tokenizer/edge_cases.py,
+  * the hand-made edge cases of tests/fixtures/tokenizer/edge_cases.py (both lists),
   * a sweep of every Unicode scalar value, alone and between letters,
 with special tokens (all of it); without special tokens and with truncation on either side
 (every 5th STS sentence plus all edge cases, to keep the run short on 2 cores).
@@ -22,7 +22,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "data"
 sys.path.insert(0, str(REPO / "tests" / "fixtures" / "tokenizer"))
-from edge_cases import edge_cases  # noqa: E402
+from edge_cases import edge_cases, more_edge_cases  # noqa: E402
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -97,7 +97,7 @@ def compare(request, name, texts, ours, ref_ids):
 def corpus():
     assert ORCHID_BIN.exists(), f"no orchid binary at {ORCHID_BIN} (set ORCHID_BIN)"
     assert TOKENIZER_JSON.exists(), f"no tokenizer.json at {TOKENIZER_JSON} (set ORCHID_MODEL)"
-    return stsb_sentences() + edge_cases()
+    return stsb_sentences() + edge_cases() + more_edge_cases()
 
 
 def test_stsb_and_edge_cases_exact(request, corpus):
@@ -109,7 +109,7 @@ def test_stsb_and_edge_cases_exact(request, corpus):
 
 @pytest.fixture(scope="module")
 def subset(corpus):
-    edges = edge_cases()
+    edges = edge_cases() + more_edge_cases()
     return corpus[:-len(edges):5] + edges
 
 

@@ -310,13 +310,13 @@ TEST(WordPieceTokenizer, UnsupportedComponentsAreNamed) {
     std::string must_mention;
   };
   const std::vector<Case> cases = {
-      {TinyJson(R"({"type":"NFKC"})", "null", kWordPiece, "null"), "unsupported normalizer type \"NFKC\""},
-      {TinyJson("null", R"({"type":"Metaspace"})", kWordPiece, "null"),
-       "unsupported pre-tokenizer type \"Metaspace\""},
-      {TinyJson("null", "null", R"({"type":"Unigram","vocab":[]})", "null"),
-       "unsupported model type \"Unigram\""},
-      {TinyJson("null", "null", kWordPiece, R"({"type":"RobertaProcessing"})"),
-       "unsupported post-processor type \"RobertaProcessing\""},
+      {TinyJson(R"({"type":"Nmt"})", "null", kWordPiece, "null"), "unsupported normalizer type \"Nmt\""},
+      {TinyJson("null", R"({"type":"Digits"})", kWordPiece, "null"),
+       "unsupported pre-tokenizer type \"Digits\""},
+      {TinyJson("null", "null", R"({"type":"WordLevel","vocab":{}})", "null"),
+       "unsupported model type \"WordLevel\""},
+      {TinyJson("null", "null", kWordPiece, R"({"type":"BogusProcessing"})"),
+       "unsupported post-processor type \"BogusProcessing\""},
       {TinyJson("null", "null", R"({"vocab":{}})", "null"), "model: missing or non-string \"type\""},
       {"{not json", "invalid JSON"},
   };

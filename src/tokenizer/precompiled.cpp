@@ -1,0 +1,177 @@
+#include "tokenizer/precompiled.h"
+
+#include <utf8proc.h>
+
+#include <array>
+#include <utility>
+
+#include "tokenizer/json_util.h"
+#include "tokenizer/unicode.h"
+
+namespace orchid::tok {
+namespace {
+
+bool DecodeBase64(std::string_view in, std::string* out) {
+  std::array<int8_t, 256> value{};
+  value.fill(-1);
+  const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  for (int i = 0; i < 64; ++i) value[static_cast<unsigned char>(alphabet[i])] = static_cast<int8_t>(i);
+  out->clear();
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    if (c == '=') break;
+    const int v = value[static_cast<unsigned char>(c)];
+    if (v < 0) return false;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out->push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Status PrecompiledCharsmap::Parse(std::string_view base64) {
+  std::string blob;
+  if (!DecodeBase64(base64, &blob)) return Status::Corrupt("precompiled_charsmap is not base64");
+  if (blob.size() < 4) return Status::Corrupt("precompiled_charsmap is too short");
+  const auto byte = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(blob[i])); };
+  const uint32_t trie_bytes = byte(0) | byte(1) << 8 | byte(2) << 16 | byte(3) << 24;
+  if (trie_bytes % 4 != 0 || trie_bytes > blob.size() - 4 || trie_bytes == 0) {
+    return Status::Corrupt("precompiled_charsmap: bad trie size");
+  }
+  trie_.resize(trie_bytes / 4);
+  for (size_t k = 0; k < trie_.size(); ++k) {
+    const size_t p = 4 + 4 * k;
+    trie_[k] = byte(p) | byte(p + 1) << 8 | byte(p + 2) << 16 | byte(p + 3) << 24;
+  }
+  normalized_ = blob.substr(4 + trie_bytes);
+  if (FindInvalidUtf8(normalized_) != std::string_view::npos) {
+    return Status::Corrupt("precompiled_charsmap: replacements are not valid UTF-8");
+  }
+  return Status::Ok();
+}
+
+bool PrecompiledCharsmap::Transform(std::string_view chunk, std::string_view* out) const {
+  // darts-clone unit layout: label = unit & (1<<31 | 0xFF), has_leaf = bit 8,
+  // offset = (unit >> 10) << ((unit & (1<<9)) >> 6), value = unit & 0x7FFFFFFF.
+  auto offset = [](uint32_t unit) -> size_t { return static_cast<size_t>((unit >> 10) << ((unit & (1u << 9)) >> 6)); };
+  size_t node = 0;
+  uint32_t unit = trie_[0];
+  node ^= offset(unit);
+  for (char ch : chunk) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == 0) break;
+    node ^= c;
+    if (node >= trie_.size()) return false;
+    unit = trie_[node];
+    if ((unit & ((1u << 31) | 0xFF)) != c) return false;
+    node ^= offset(unit);
+    if (node >= trie_.size()) return false;
+    if ((unit >> 8) & 1) {
+      const size_t index = trie_[node] & 0x7FFFFFFFu;
+      if (index > normalized_.size()) return false;
+      size_t end = normalized_.find('\0', index);
+      if (end == std::string::npos) end = normalized_.size();
+      *out = std::string_view(normalized_).substr(index, end - index);
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+// Like `tokenizers`' Precompiled::normalize: per extended grapheme cluster, the whole cluster
+// is replaced when it is under 6 bytes and a key prefixes it; otherwise each character is
+// replaced on its own when it has a mapping.
+class PrecompiledNormalizer final : public Normalizer {
+ public:
+  explicit PrecompiledNormalizer(std::unique_ptr<PrecompiledCharsmap> map) : map_(std::move(map)) {}
+
+  void NormalizeRaw(std::string_view raw, uint32_t base, NormalizedText* out) const override {
+    thread_local NormalizedText in;
+    in.AssignIdentity(raw, base);
+    Normalize(in, out);
+  }
+
+  void Normalize(const NormalizedText& in, NormalizedText* out) const override {
+    out->clear();
+    const std::string_view text = in.text;
+    size_t g = 0;  // start of the current grapheme
+    utf8proc_int32_t state = 0;
+    char32_t prev = 0;
+    size_t i = 0;
+    while (i < text.size()) {
+      size_t next = i;
+      char32_t cp = 0;
+      if (!DecodeUtf8(text, &next, &cp)) {
+        next = i + 1;
+        cp = 0xFFFD;
+      }
+      if (i > g && utf8proc_grapheme_break_stateful(static_cast<utf8proc_int32_t>(prev),
+                                                    static_cast<utf8proc_int32_t>(cp), &state)) {
+        Grapheme(in, g, i, out);
+        g = i;
+      }
+      prev = cp;
+      i = next;
+    }
+    if (text.size() > g) Grapheme(in, g, text.size(), out);
+  }
+
+ private:
+  void Grapheme(const NormalizedText& in, size_t b, size_t e, NormalizedText* out) const {
+    const std::string_view text = in.text;
+    std::string_view norm;
+    if (e - b < 6 && map_->Transform(text.substr(b, e - b), &norm)) {
+      // As in the reference, output character k takes the alignment of input character k
+      // (the last input character's for any extra ones).
+      size_t src = b;
+      size_t k = 0;
+      while (k < norm.size()) {
+        const size_t n = std::min<size_t>(static_cast<size_t>(Utf8SeqLength(static_cast<unsigned char>(norm[k]))),
+                                          norm.size() - k);
+        Emit(norm.substr(k, n), in.begin[src], in.end[src], out);
+        k += n;
+        const size_t next = src + static_cast<size_t>(Utf8SeqLength(static_cast<unsigned char>(text[src])));
+        if (next < e) src = next;
+      }
+      return;
+    }
+    size_t i = b;
+    while (i < e) {
+      const size_t n = std::min<size_t>(static_cast<size_t>(Utf8SeqLength(static_cast<unsigned char>(text[i]))), e - i);
+      if (map_->Transform(text.substr(i, n), &norm)) {
+        Emit(norm, in.begin[i], in.end[i], out);
+      } else {
+        out->text.append(text.substr(i, n));
+        out->begin.insert(out->begin.end(), in.begin.begin() + static_cast<ptrdiff_t>(i),
+                          in.begin.begin() + static_cast<ptrdiff_t>(i + n));
+        out->end.insert(out->end.end(), in.end.begin() + static_cast<ptrdiff_t>(i),
+                        in.end.begin() + static_cast<ptrdiff_t>(i + n));
+      }
+      i += n;
+    }
+  }
+
+  static void Emit(std::string_view norm, uint32_t b, uint32_t e, NormalizedText* out) {
+    out->text.append(norm);
+    out->begin.insert(out->begin.end(), norm.size(), b);
+    out->end.insert(out->end.end(), norm.size(), e);
+  }
+
+  std::unique_ptr<PrecompiledCharsmap> map_;
+};
+
+}  // namespace
+
+std::unique_ptr<Normalizer> MakePrecompiledNormalizer(std::unique_ptr<PrecompiledCharsmap> map) {
+  return std::make_unique<PrecompiledNormalizer>(std::move(map));
+}
+
+}  // namespace orchid::tok
