@@ -2,13 +2,16 @@
 SHELL := /bin/bash
 BUILD ?= build
 BUILD_ASAN ?= build-asan
+BUILD_FUZZ ?= build-fuzz
+FUZZ_SECONDS ?= 20
 JOBS ?= $(shell nproc)
 MODEL ?= models/all-MiniLM-L6-v2
 HOST ?= 127.0.0.1
 PORT ?= 8080
 CMAKE_LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache,)
 
-.PHONY: deps venv model build build-asan serve test unit-test asan-test e2e-test bench clean
+.PHONY: deps venv model build build-asan build-fuzz serve test unit-test asan-test e2e-test fuzz-test \
+  bench bench-tokenizer clean
 
 deps:
 	@scripts/install-deps.sh
@@ -31,6 +34,14 @@ $(BUILD_ASAN)/build.ninja:
 build-asan: deps $(BUILD_ASAN)/build.ninja
 	cmake --build $(BUILD_ASAN) -j $(JOBS) --target orchid_unit_tests
 
+# libFuzzer needs clang; this tree instruments the libraries with ASan + UBSan (-O1, assertions on).
+$(BUILD_FUZZ)/build.ninja:
+	CC=clang CXX=clang++ cmake -S . -B $(BUILD_FUZZ) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DORCHID_FUZZ=ON $(CMAKE_LAUNCHER)
+
+build-fuzz: deps $(BUILD_FUZZ)/build.ninja
+	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target orchid_fuzzers
+
 serve: build model
 	$(BUILD)/orchid serve --model $(MODEL) --host $(HOST) --port $(PORT)
 
@@ -44,10 +55,18 @@ asan-test: build-asan model
 e2e-test: build model
 	ORCHID_BIN=$(BUILD)/orchid ORCHID_MODEL=$(MODEL) .venv/bin/python -m pytest -q tests/e2e
 
-test: unit-test asan-test e2e-test
+# Every fuzz target for FUZZ_SECONDS each, from the committed seeds in tests/fuzz/corpus.
+fuzz-test: build-fuzz model
+	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(BUILD_FUZZ)
+
+test: unit-test asan-test e2e-test fuzz-test
 
 bench: build model
 	bench/run-cpu.sh
 
+# Tokenizer latency and throughput vs Hugging Face tokenizers and SentencePiece (issue 3).
+bench-tokenizer: deps $(BUILD)/build.ninja model
+	bench/tokenizer/run.sh
+
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN)
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)

@@ -141,10 +141,11 @@ std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body,
     const element value = field.value;
     const element_type type = value.type();
     if (key == "input") {
+      // A repeated key replaces the earlier value (as Python's json does), null included.
       out->texts.clear();
       out->token_ids.clear();
-      if (type == element_type::NULL_VALUE) continue;
-      has_input = true;
+      has_input = type != element_type::NULL_VALUE;
+      if (!has_input) continue;
       if (auto err = ParseInput(value, "input", /*allow_tokens=*/true, out)) return err;
     } else if (key == "model") {
       if (type == element_type::NULL_VALUE) continue;
@@ -190,9 +191,9 @@ std::optional<ApiError> ParseTeiEmbedRequest(std::string_view body, EmbeddingsRe
     const std::string_view key = field.key;
     const element value = field.value;
     if (key == "inputs") {
-      out->texts.clear();
-      if (value.type() == element_type::NULL_VALUE) continue;
-      has_input = true;
+      out->texts.clear();  // a repeated key replaces the earlier value, null included
+      has_input = value.type() != element_type::NULL_VALUE;
+      if (!has_input) continue;
       if (auto err = ParseInput(value, "inputs", /*allow_tokens=*/false, out)) return err;
     } else if (key == "normalize") {
       if (auto err = ParseBool(value, "normalize", &normalize)) return err;

@@ -7,6 +7,9 @@
 //  * then the pair with the lowest merge rank is merged, leftmost first, until none is left,
 //    through a binary heap of candidate merges whose stale entries are skipped (O(n log n)).
 //  * ignore_merges: a word that is itself in the vocab is one token.
+// Speed, same output: a word is merged in independent segments where no token can span the cut
+// (Gemma3's whole-text "words", see ComputeSplitAtMetaspace), and short words' tokens are
+// memoised per thread (word_cache.h).
 #include "tokenizer/bpe.h"
 
 #include <algorithm>
@@ -18,6 +21,7 @@
 
 #include "tokenizer/unicode.h"
 #include "tokenizer/vocab_map.h"
+#include "tokenizer/word_cache.h"
 
 namespace orchid::tok {
 namespace {
@@ -142,8 +146,9 @@ class Bpe final : public BpeModel {
     }
     for (auto field : vocab) {
       uint64_t id = 0;
-      if (field.value.get(id) != simdjson::SUCCESS || id > 0x7FFFFFFF) {
-        return JsonError(where, StrCat({"vocab id of \"", field.key, "\" must be an integer in [0, 2^31)"}));
+      if (field.value.get(id) != simdjson::SUCCESS || id > kMaxVocabId) {
+        return JsonError(
+            where, StrCat({"vocab id of \"", field.key, "\" must be an integer in [0, 2^22)"}));
       }
       const auto id32 = static_cast<int32_t>(id);
       vocab_.Insert(field.key, id32);
@@ -196,6 +201,7 @@ class Bpe final : public BpeModel {
       std::snprintf(name, sizeof(name), "<0x%02X>", b);
       byte_fallback_ids_[static_cast<size_t>(b)] = vocab_.Find(name);
     }
+    split_at_metaspace_ = ComputeSplitAtMetaspace();
     return Status::Ok();
   }
 
@@ -220,12 +226,25 @@ class Bpe final : public BpeModel {
         return Status::Ok();
       }
     }
-    ORCHID_RETURN_IF_ERROR(InitialSymbols(word, &s));
-    MergeAll(&s);
-    for (const Symbol& sym : s.symbols) {
-      if (sym.len != 0) out->push_back({sym.id, sym.begin, sym.begin + sym.len});
+    if (!split_at_metaspace_ || byte_level_) return TokenizeSegment(word, 0, &s, out);
+    // Gemma-style words (the whole text, spaces replaced by ▁) merge as independent segments
+    // that start where a ▁ follows another character (see ComputeSplitAtMetaspace), which keeps
+    // the merge heap small.
+    size_t seg = 0;
+    for (size_t i = 1; i + kMetaspace.size() <= word.size(); ++i) {
+      i = word.find(kMetaspace[0], i);
+      if (i == std::string_view::npos || i + kMetaspace.size() > word.size()) break;
+      if (word.compare(i, kMetaspace.size(), kMetaspace) != 0) continue;
+      const bool after_metaspace =
+          i >= kMetaspace.size() &&
+          word.compare(i - kMetaspace.size(), kMetaspace.size(), kMetaspace) == 0;
+      if (!after_metaspace && !no_cut_after_[static_cast<unsigned char>(word[i - 1])]) {
+        ORCHID_RETURN_IF_ERROR(TokenizeSegment(word.substr(seg, i - seg), seg, &s, out));
+        seg = i;
+      }
+      i += kMetaspace.size() - 1;
     }
-    return Status::Ok();
+    return TokenizeSegment(word.substr(seg), seg, &s, out);
   }
 
   std::optional<int32_t> TokenToId(std::string_view token) const override {
@@ -241,6 +260,51 @@ class Bpe final : public BpeModel {
   int32_t vocab_size() const override { return static_cast<int32_t>(id_to_token_.size()); }
 
  private:
+  static constexpr std::string_view kMetaspace = "\xE2\x96\x81";  // ▁
+
+  Status TokenizeSegment(std::string_view word, size_t base, BpeScratch* s,
+                         std::vector<ModelToken>* out) const {
+    const auto b = static_cast<uint32_t>(base);
+    WordCache& cache = WordCache::ForThisThread();
+    if (cache.Lookup(cache_tag_, word, b, out)) return Status::Ok();
+    ORCHID_RETURN_IF_ERROR(InitialSymbols(word, s));
+    MergeAll(s);
+    const size_t first = out->size();
+    for (const Symbol& sym : s->symbols) {
+      if (sym.len != 0) out->push_back({sym.id, sym.begin, sym.begin + sym.len});
+    }
+    cache.Insert(cache_tag_, word, out->data() + first, out->size() - first);
+    for (size_t k = first; k < out->size(); ++k) {
+      (*out)[k].begin += b;
+      (*out)[k].end += b;
+    }
+    return Status::Ok();
+  }
+
+  // Whether a word may be cut before a ▁ that follows a byte B: BPE over a word equals BPE over
+  // its pieces when no vocab token spans a cut, since every symbol is a vocab token and a merge
+  // only looks at its pair. A cut is allowed before each ▁ whose preceding character is not ▁
+  // and does not end in a byte that some token has right before a ▁ (Gemma3: only ">▁</").
+  // Needs "▁" itself in the vocab (so no unk run or byte fallback crosses a cut), no affixes
+  // and no ignore_merges (which looks at the whole word).
+  bool ComputeSplitAtMetaspace() {
+    if (!prefix_.empty() || !suffix_.empty() || ignore_merges_ || vocab_.Find(kMetaspace) < 0) {
+      return false;
+    }
+    no_cut_after_.fill(false);
+    for (const std::string& token : id_to_token_) {
+      const std::string_view t = token;
+      for (size_t i = t.find(kMetaspace, 1); i != std::string_view::npos;
+           i = t.find(kMetaspace, i + 1)) {
+        if (i < kMetaspace.size() ||
+            t.compare(i - kMetaspace.size(), kMetaspace.size(), kMetaspace) != 0) {
+          no_cut_after_[static_cast<unsigned char>(t[i - 1])] = true;
+        }
+      }
+    }
+    return true;
+  }
+
   // The word as the vocab spells it (byte-level characters in byte-level mode).
   std::string_view VocabKey(std::string_view word, std::string* buf) const {
     if (!byte_level_) return word;
@@ -371,6 +435,9 @@ class Bpe final : public BpeModel {
   bool byte_fallback_ = false;
   bool ignore_merges_ = false;
   bool byte_level_ = false;
+  bool split_at_metaspace_ = false;
+  std::array<bool, 256> no_cut_after_{};
+  const uint64_t cache_tag_ = WordCache::NewOwnerTag();
 };
 
 }  // namespace

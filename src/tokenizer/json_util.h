@@ -17,6 +17,11 @@ namespace orchid::tok {
 using JsonElement = simdjson::dom::element;
 using JsonObject = simdjson::dom::object;
 
+// Largest id a model vocabulary may give a token. Models map id → token through dense arrays, so
+// an id of 2^31 - 1 in a malformed tokenizer.json would allocate tens of gigabytes (found by
+// tests/fuzz/tokenizer_json_fuzz); real vocabularies stay far below (Gemma3: 262,144).
+inline constexpr uint64_t kMaxVocabId = (uint64_t{1} << 22) - 1;
+
 // Concatenates pieces (also sidesteps a GCC 12 -Wrestrict false positive on operator+).
 inline std::string StrCat(std::initializer_list<std::string_view> pieces) {
   size_t n = 0;

@@ -91,7 +91,12 @@ namespace {
 // replaced on its own when it has a mapping.
 class PrecompiledNormalizer final : public Normalizer {
  public:
-  explicit PrecompiledNormalizer(std::unique_ptr<PrecompiledCharsmap> map) : map_(std::move(map)) {}
+  explicit PrecompiledNormalizer(std::unique_ptr<PrecompiledCharsmap> map) : map_(std::move(map)) {
+    for (size_t c = 0; c < ascii_.size(); ++c) {
+      const char ch = static_cast<char>(c);
+      ascii_[c].mapped = map_->Transform(std::string_view(&ch, 1), &ascii_[c].norm);
+    }
+  }
 
   void NormalizeRaw(std::string_view raw, uint32_t base, NormalizedText* out) const override {
     thread_local NormalizedText in;
@@ -107,6 +112,18 @@ class PrecompiledNormalizer final : public Normalizer {
     char32_t prev = 0;
     size_t i = 0;
     while (i < text.size()) {
+      const auto c = static_cast<unsigned char>(text[i]);
+      if (c < 0x80 && prev < 0x80 && i > g && !(prev == '\r' && c == '\n')) {
+        // Fast path: between two ASCII characters (but CR LF) is always a grapheme break, and
+        // utf8proc's state after an ASCII character is just that character's class, which it
+        // recomputes from `prev` when the state is reset.
+        Grapheme(in, g, i, out);
+        g = i;
+        state = 0;
+        prev = c;
+        ++i;
+        continue;
+      }
       size_t next = i;
       char32_t cp = 0;
       if (!DecodeUtf8(text, &next, &cp)) {
@@ -128,6 +145,17 @@ class PrecompiledNormalizer final : public Normalizer {
   void Grapheme(const NormalizedText& in, size_t b, size_t e, NormalizedText* out) const {
     const std::string_view text = in.text;
     std::string_view norm;
+    if (e - b == 1 && static_cast<unsigned char>(text[b]) < 0x80) {
+      const AsciiMapping& m = ascii_[static_cast<unsigned char>(text[b])];
+      if (m.mapped) {
+        Emit(m.norm, in.begin[b], in.end[b], out);
+      } else {
+        out->text.push_back(text[b]);
+        out->begin.push_back(in.begin[b]);
+        out->end.push_back(in.end[b]);
+      }
+      return;
+    }
     if (e - b < 6 && map_->Transform(text.substr(b, e - b), &norm)) {
       // As in the reference, output character k takes the alignment of input character k
       // (the last input character's for any extra ones).
@@ -165,7 +193,13 @@ class PrecompiledNormalizer final : public Normalizer {
     out->end.insert(out->end.end(), norm.size(), e);
   }
 
+  // Transform() of each single ASCII character, precomputed: most text is ASCII.
+  struct AsciiMapping {
+    bool mapped = false;
+    std::string_view norm;
+  };
   std::unique_ptr<PrecompiledCharsmap> map_;
+  std::array<AsciiMapping, 128> ascii_{};
 };
 
 }  // namespace

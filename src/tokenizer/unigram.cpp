@@ -7,6 +7,7 @@
 //  * Each piece is then looked up by its string (the last id of a duplicated piece); a piece
 //    missing from the vocab becomes its <0xNN> byte tokens (byte_fallback, all bytes must
 //    exist) or unk_id.
+//  * Short words' tokens are memoised per thread (word_cache.h).
 #include "tokenizer/unigram.h"
 
 #include <array>
@@ -18,6 +19,7 @@
 
 #include "tokenizer/unicode.h"
 #include "tokenizer/vocab_map.h"
+#include "tokenizer/word_cache.h"
 
 namespace orchid::tok {
 namespace {
@@ -151,6 +153,16 @@ class Unigram final : public Model {
 
   Status Tokenize(std::string_view word, std::vector<ModelToken>* out) const override {
     if (word.empty()) return Status::Ok();
+    WordCache& cache = WordCache::ForThisThread();
+    if (cache.Lookup(cache_tag_, word, 0, out)) return Status::Ok();
+    const size_t first = out->size();
+    ORCHID_RETURN_IF_ERROR(Viterbi(word, out));
+    cache.Insert(cache_tag_, word, out->data() + first, out->size() - first);
+    return Status::Ok();
+  }
+
+ private:
+  Status Viterbi(std::string_view word, std::vector<ModelToken>* out) const {
     thread_local UnigramScratch s;
     const size_t n = word.size();
     s.best.assign(n + 1, Node{0.0, 0, -1});
@@ -219,6 +231,7 @@ class Unigram final : public Model {
     return Status::Ok();
   }
 
+ public:
   std::optional<int32_t> TokenToId(std::string_view token) const override {
     const int32_t id = ids_.Find(token);
     return id >= 0 ? std::optional<int32_t>(id) : std::nullopt;
@@ -238,6 +251,7 @@ class Unigram final : public Model {
   double min_score_ = 0;
   int32_t unk_id_ = -1;
   bool byte_fallback_ = false;
+  const uint64_t cache_tag_ = WordCache::NewOwnerTag();
 };
 
 }  // namespace

@@ -34,8 +34,9 @@ class WordPiece final : public Model {
     }
     for (auto field : vocab) {
       uint64_t id = 0;
-      if (field.value.get(id) != simdjson::SUCCESS || id > 0x7FFFFFFF) {
-        return JsonError(where, StrCat({"vocab id of \"", field.key, "\" must be an integer in [0, 2^31)"}));
+      if (field.value.get(id) != simdjson::SUCCESS || id > kMaxVocabId) {
+        return JsonError(
+            where, StrCat({"vocab id of \"", field.key, "\" must be an integer in [0, 2^22)"}));
       }
       const auto id32 = static_cast<int32_t>(id);
       const std::string_view token = field.key;

@@ -1,0 +1,64 @@
+// Arbitrary bytes as the JSON files of a model directory: config.json (ReadBertConfig),
+// modules.json, the Pooling module's config.json and sentence_bert_config.json
+// (ReadSentenceTransformersConfig). The readers take paths, so each input is written into a
+// private temporary directory; they must return an error or a config, never crash.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+
+#include "models/bert_config.h"
+#include "models/sentence_transformers.h"
+
+namespace {
+
+std::string g_dir;
+
+void Write(const std::string& path, std::string_view bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) std::abort();
+}
+
+void Remove(const std::string& path) { std::filesystem::remove(path); }
+
+constexpr std::string_view kModules =
+    R"([{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},)"
+    R"({"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"},)"
+    R"({"idx":2,"name":"2","path":"2_Normalize","type":"sentence_transformers.models.Normalize"}])";
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  char tmpl[] = "/tmp/orchid_config_fuzz.XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) std::abort();
+  g_dir = tmpl;
+  std::filesystem::create_directory(g_dir + "/1_Pooling");
+  std::atexit([] { std::filesystem::remove_all(g_dir); });
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view bytes(reinterpret_cast<const char*>(data), size);
+
+  Write(g_dir + "/config.json", bytes);
+  (void)orchid::ReadBertConfig(g_dir + "/config.json").ok();
+
+  // The bytes as modules.json, with no other file present.
+  Remove(g_dir + "/1_Pooling/config.json");
+  Remove(g_dir + "/sentence_bert_config.json");
+  Write(g_dir + "/modules.json", bytes);
+  (void)orchid::ReadSentenceTransformersConfig(g_dir).ok();
+
+  // A valid modules.json; the bytes as the Pooling config and as sentence_bert_config.json.
+  Write(g_dir + "/modules.json", kModules);
+  Write(g_dir + "/1_Pooling/config.json", bytes);
+  Write(g_dir + "/sentence_bert_config.json", bytes);
+  (void)orchid::ReadSentenceTransformersConfig(g_dir).ok();
+  return 0;
+}

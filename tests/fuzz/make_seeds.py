@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora in tests/fuzz/corpus/<target>/ (committed; rerun to regenerate).
+
+Seeds are small valid inputs the fuzzers mutate from: a tiny safetensors file (written here
+byte by byte), the model directory's JSON files, a few /v1/embeddings and /embed bodies, tiny
+tokenizer.json files of each model type (built with `tokenizers`, which the test venv has), and
+texts from STS-B plus edge cases. Run with the test venv:
+  .venv/bin/python tests/fuzz/make_seeds.py
+"""
+import csv
+import hashlib
+import json
+import shutil
+import struct
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+STSB = REPO.parent / "shared" / "data" / "stsb"
+MODEL = REPO / "models" / "all-MiniLM-L6-v2"
+CORPUS = HERE / "corpus"
+
+
+def put(target, data):
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    d = CORPUS / target
+    d.mkdir(parents=True, exist_ok=True)
+    (d / hashlib.sha1(data).hexdigest()[:16]).write_bytes(data)
+
+
+def safetensors(tensors, metadata=None):
+    """tensors: [(name, dtype, shape, raw bytes)] → the .safetensors bytes."""
+    header, data = {}, b""
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    if metadata:
+        header["__metadata__"] = metadata
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + data
+
+
+def safetensors_seeds():
+    f32 = struct.pack("<4f", 1.0, -2.0, 0.5, 3.25)
+    f16 = struct.pack("<3e", 1.0, -0.5, 65504.0)
+    bf16 = struct.pack("<2H", 0x3F80, 0xC000)
+    put("safetensors_fuzz", safetensors(
+        [("weight", "F32", [2, 2], f32), ("bias", "F16", [3], f16)], {"format": "pt"}))
+    put("safetensors_fuzz", safetensors([("emb", "BF16", [1, 2], bf16), ("ids", "I64", [1], struct.pack("<q", 7)),
+                                         ("scalar", "F64", [], struct.pack("<d", 2.5)), ("empty", "F32", [0, 4], b"")]))
+    put("safetensors_fuzz", safetensors([]))
+
+
+def config_seeds():
+    for rel in ["config.json", "modules.json", "1_Pooling/config.json", "sentence_bert_config.json"]:
+        put("config_fuzz", (MODEL / rel).read_bytes())
+
+
+def request_seeds():
+    for body in [
+        {"input": "A man is playing a guitar.", "model": "all-MiniLM-L6-v2"},
+        {"input": ["first", "second text"], "encoding_format": "base64", "dimensions": 128, "user": "u"},
+        {"input": [101, 2023, 102], "truncate": True},
+        {"input": [[101, 2023, 102], [101, 102]], "encoding_format": "float"},
+        {"inputs": "tei style", "normalize": False, "truncate": True},
+        {"inputs": ["a", "b"]},
+    ]:
+        put("embeddings_request_fuzz", json.dumps(body))
+    put("embeddings_request_fuzz", '{"input": "\\u00e9\\ud83d\\ude00 escaped", "model": null}')
+    # Regression: a repeated key's null used to leave an accepted request with no inputs.
+    put("embeddings_request_fuzz", '{"input": "c", "input": null}')
+    put("embeddings_request_fuzz", '{"inputs": "c", "inputs": null}')
+
+
+def tokenizer_json_seeds():
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "man", "is", "play", "##ing", "the",
+             "guitar", ".", ",", "##s", "h", "##e", "##l", "##o"]
+    t = Tokenizer(models.WordPiece({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    t.normalizer = normalizers.BertNormalizer(lowercase=True)
+    t.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    t.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    t.decoder = decoders.WordPiece()
+    t.add_special_tokens(["[CLS]", "[SEP]", "[MASK]"])
+    put("tokenizer_json_fuzz", t.to_str())
+    # Regression: a vocab id near 2^31 used to size the id → token table (gigabytes).
+    huge = json.loads(t.to_str())
+    huge["model"]["vocab"]["guitar"] = 2147483000
+    put("tokenizer_json_fuzz", json.dumps(huge))
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    vocab = {c: i for i, c in enumerate(sorted(alphabet))}
+    merges = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "n"), ("in", "g")]
+    for a, b in merges:
+        vocab[a + b] = len(vocab)
+    t = Tokenizer(models.BPE(vocab, merges))
+    t.normalizer = normalizers.NFC()
+    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    t.post_processor = processors.ByteLevel(trim_offsets=False)
+    t.decoder = decoders.ByteLevel()
+    t.add_special_tokens(["<|endoftext|>"])
+    put("tokenizer_json_fuzz", t.to_str())
+
+    vocab = {"<unk>": 0, "<0x41>": 1, "<0xC3>": 2, "<0xA9>": 3, "▁": 4, "h": 5, "e": 6, "he": 7, "▁he": 8}
+    t = Tokenizer(models.BPE(vocab, [("h", "e"), ("▁", "he")], unk_token="<unk>", byte_fallback=True,
+                             fuse_unk=True))
+    t.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    t.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                   decoders.Strip(" ", 1, 0)])
+    put("tokenizer_json_fuzz", t.to_str())
+
+    pieces = [("<unk>", 0.0), ("<s>", 0.0), ("</s>", 0.0), ("▁", -2.0), ("a", -3.0), ("▁a", -1.5),
+              ("man", -4.0), ("▁man", -2.5), ("s", -3.5), ("é", -5.0)]
+    t = Tokenizer(models.Unigram(pieces, unk_id=0, byte_fallback=False))
+    t.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Replace("  ", " ")])
+    t.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    t.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 1))
+    t.decoder = decoders.Metaspace()
+    put("tokenizer_json_fuzz", t.to_str())
+
+
+def text_seeds():
+    texts = []
+    for lang in ["en", "de", "ja", "ru", "zh"]:
+        with open(STSB / f"stsb-{lang}-dev.csv", newline="", encoding="utf-8") as fh:
+            for i, row in enumerate(csv.reader(fh)):
+                if i >= 3:
+                    break
+                texts.append(row[0])
+    texts += [
+        "", " ", "\t\n\r  ", "a" * 300, "e\u0301\u0301 combining", "\u200b\u200dzero\u200cwidth\u2060",
+        "👩‍👩‍👧‍👦 🤷🏽‍♀️ family", "שלום עולם مرحبا", "ＦＵＬＬ－ＷＩＤＴＨ１２３", "[CLS] <s> <|endoftext|> <mask>",
+        "don't we'll I'M 12345678 3.14", "\x00\x01\x7f control",
+    ]
+    for target in ["wordpiece_fuzz", "bpe_fuzz", "unigram_fuzz"]:
+        for t in texts:
+            put(target, t)
+        put(target, b"\xff\xfe\xc3 invalid utf-8 \xed\xa0\x80")
+
+
+def main():
+    if CORPUS.exists():
+        shutil.rmtree(CORPUS)
+    safetensors_seeds()
+    config_seeds()
+    request_seeds()
+    tokenizer_json_seeds()
+    text_seeds()
+    for d in sorted(CORPUS.iterdir()):
+        print(d.name, len(list(d.iterdir())))
+
+
+if __name__ == "__main__":
+    main()
