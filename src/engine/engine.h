@@ -14,6 +14,8 @@
 
 namespace orchid {
 
+class ThreadPool;  // engine/cpu/thread_pool.h
+
 struct ModelInfo {
   std::string architecture;       // e.g. "BertModel"
   int32_t vocab_size = 0;
@@ -33,6 +35,9 @@ class Model {
   virtual const ModelInfo& info() const = 0;
   // hidden: output, [batch.num_tokens(), info().hidden_size], row-major.
   virtual Status Forward(const RaggedBatch& batch, float* hidden) = 0;
+  // CPU models: the threads Forward() may use (null: the calling thread only). The CPU engine
+  // sets it before the first Forward() and keeps the pool alive while the model runs.
+  virtual void SetThreadPool(ThreadPool* pool) { (void)pool; }
 };
 
 class Engine {

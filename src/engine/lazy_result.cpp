@@ -12,10 +12,17 @@ bool LazyResult::ready() const {
   return state_->done;
 }
 
-const Result<Embeddings>& LazyResult::wait() const {
+const Result<Embeddings>& LazyResult::wait() const& {
   std::unique_lock<std::mutex> lock(state_->mu);
   state_->cv.wait(lock, [&] { return state_->done; });
   return state_->result;
+}
+
+Result<Embeddings> LazyResult::wait() && {
+  const Result<Embeddings>& r = static_cast<const LazyResult&>(*this).wait();
+  // The last handle (the promise is gone once done) may give its result away.
+  if (state_.use_count() == 1) return std::move(state_->result);
+  return r;
 }
 
 void LazyResult::Promise::Set(Result<Embeddings> r) {

@@ -35,7 +35,11 @@ class LazyResult {
   // True once the result (value or error) is available. Never blocks.
   bool ready() const;
   // Blocks until ready, then returns the result. May be called many times, from any thread.
-  const Result<Embeddings>& wait() const;
+  // The reference lives as long as some LazyResult copy of this result does.
+  const Result<Embeddings>& wait() const&;
+  // On a temporary (`engine->Submit(b).wait()`) the result is returned by value: a reference
+  // into a handle destroyed at the end of the statement would dangle.
+  Result<Embeddings> wait() &&;
 
  private:
   struct State {

@@ -34,3 +34,31 @@ TEST(LazyResultTest, SecondSetIgnored) {
 
 }  // namespace
 }  // namespace orchid
+
+namespace orchid {
+namespace {
+
+// `MakeIt().wait()` must not hand out a reference into a handle destroyed at the end of the
+// statement: on a temporary, wait() returns the result by value.
+TEST(LazyResultTest, WaitOnTemporaryOutlivesTheHandle) {
+  LazyResult::Promise promise;
+  auto make = [&] {
+    auto [lazy, p] = LazyResult::Make();
+    promise = std::move(p);
+    return lazy;
+  };
+  LazyResult pending = make();
+  Embeddings e;
+  e.rows = 1;
+  e.dim = 3;
+  e.data = {1.f, 2.f, 3.f};
+  promise.Set(std::move(e));
+  promise = LazyResult::Promise();  // drop the producer's share, as the engine does
+  const auto& r = std::move(pending).wait();
+  pending = LazyResult();  // the last handle is gone; r must still be valid
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->data, (std::vector<float>{1.f, 2.f, 3.f}));
+}
+
+}  // namespace
+}  // namespace orchid

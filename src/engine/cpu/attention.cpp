@@ -1,0 +1,73 @@
+#include "engine/cpu/attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/cpu/packed_gemm.h"
+#include "engine/cpu/softmax.h"
+
+namespace orchid {
+
+void RaggedSelfAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqlens,
+                         int num_seqs, int num_heads, int head_dim, float* out,
+                         Buffer<float>* scratch) {
+  if (num_seqs <= 0) return;
+  const int hidden = num_heads * head_dim;
+  const int ld_qkv = 3 * hidden;
+  int max_len = 0;
+  for (int s = 0; s < num_seqs; ++s) max_len = std::max(max_len, cu_seqlens[s + 1] - cu_seqlens[s]);
+  // Per thread: the score matrix and the packed K and V of one head.
+  auto round16 = [](size_t n) { return (n + 15) / 16 * 16; };
+  const size_t scores_size = round16(size_t(max_len) * size_t(max_len));
+  const size_t k_size = round16(PackedSize(max_len, head_dim));
+  const size_t v_size = round16(PackedSize(head_dim, max_len));
+  const size_t stride = scores_size + k_size + v_size;
+  const int threads = PoolSize(pool);
+  scratch->Reserve(stride * size_t(threads));
+  const float scale = 1.0f / std::sqrt(float(head_dim));
+
+  auto head = [&](int thread, int s, int h) {
+    float* scores = scratch->data() + stride * size_t(thread);
+    float* k_packed = scores + scores_size;
+    float* v_packed = k_packed + k_size;
+    const int start = cu_seqlens[s], len = cu_seqlens[s + 1] - start;
+    const float* q = qkv + size_t(start) * ld_qkv + size_t(h) * head_dim;
+    const float* k = q + hidden;
+    const float* v = q + 2 * hidden;
+    float* o = out + size_t(start) * hidden + size_t(h) * head_dim;
+    // scores = Q K^T / sqrt(d): K's rows are the "weight" rows.
+    PackRows(k, len, head_dim, ld_qkv, k_packed);
+    PackedGemm(q, len, ld_qkv, PanelView{k_packed, len, head_dim}, scale, nullptr, scores, len,
+               Epilogue::kNone);
+    SoftmaxRows(scores, len, len, len);
+    // out = P V: V [len, d] holds the weight W = V^T column by column.
+    PackColumns(v, head_dim, len, ld_qkv, v_packed);
+    PackedGemm(scores, len, len, PanelView{v_packed, head_dim, len}, 1.0f, nullptr, o, hidden,
+               Epilogue::kNone);
+  };
+
+  if (num_seqs >= 2 * threads) {
+    // Enough sequences to share out whole: each thread takes a sequence and runs its heads.
+    // A head reads a few cache lines from each of the sequence's rows, thousands of bytes
+    // apart, which the hardware prefetchers do not follow; one sequential sweep over the
+    // sequence's rows first brings them all into L2 at streaming speed.
+    ParallelFor(pool, num_seqs, 1, [&](int thread, int64_t begin, int64_t end) {
+      for (int64_t s = begin; s < end; ++s) {
+        const char* block = reinterpret_cast<const char*>(qkv + size_t(cu_seqlens[s]) * ld_qkv);
+        const size_t bytes = size_t(cu_seqlens[s + 1] - cu_seqlens[s]) * ld_qkv * sizeof(float);
+        for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(block + off, 0, 2);
+        for (int h = 0; h < num_heads; ++h) head(thread, int(s), h);
+      }
+    });
+  } else {
+    // Few sequences: share out (sequence, head) pairs, dynamically (lengths differ).
+    ParallelFor(pool, int64_t(num_seqs) * num_heads, 1,
+                [&](int thread, int64_t begin, int64_t end) {
+                  for (int64_t i = begin; i < end; ++i) {
+                    head(thread, int(i / num_heads), int(i % num_heads));
+                  }
+                });
+  }
+}
+
+}  // namespace orchid

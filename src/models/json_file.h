@@ -1,0 +1,51 @@
+// JsonFile: a parsed JSON configuration file with typed field accessors whose errors name the
+// file and the field ("config.json: field \"hidden_size\" must be a positive integer").
+// Thread safety: read-only after Read(); not shared across threads in practice.
+#pragma once
+
+#include <simdjson.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace orchid {
+
+class JsonFile {
+ public:
+  // kNotFound when the file is absent, kCorrupt when it is not JSON (or, with require_object,
+  // not a JSON object).
+  static Result<JsonFile> Read(const std::string& path, bool require_object = true);
+
+  const std::string& path() const { return path_; }
+  simdjson::dom::element root() const { return root_; }
+  bool Has(std::string_view field) const;
+
+  // Required fields: an error naming the file and field when absent or of the wrong type.
+  Result<int64_t> Int(std::string_view field) const;
+  Result<double> Number(std::string_view field) const;
+  Result<std::string> String(std::string_view field) const;
+  Result<bool> Bool(std::string_view field) const;
+  // Optional fields: the fallback when absent (or JSON null), an error when of the wrong type.
+  Result<int64_t> Int(std::string_view field, int64_t fallback) const;
+  Result<double> Number(std::string_view field, double fallback) const;
+  Result<std::string> String(std::string_view field, const std::string& fallback) const;
+  Result<bool> Bool(std::string_view field, bool fallback) const;
+
+  // "PATH: field \"NAME\" MESSAGE", for callers' own checks.
+  Status FieldError(std::string_view field, const std::string& message) const;
+
+ private:
+  JsonFile() = default;
+  bool Absent(std::string_view field) const;
+
+  std::string path_;
+  std::unique_ptr<simdjson::dom::parser> parser_;
+  simdjson::dom::element root_;
+};
+
+}  // namespace orchid

@@ -1,1 +1,0 @@
-// placeholder so the component library is never empty

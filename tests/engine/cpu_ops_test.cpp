@@ -1,0 +1,402 @@
+// Every CPU op against a naive double-precision reference on random inputs, with ragged
+// batches of odd sizes (lengths 1 included), serially and on thread pools of 2 and 3.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/tensor.h"
+#include "engine/cpu/add.h"
+#include "engine/cpu/attention.h"
+#include "engine/cpu/embedding.h"
+#include "engine/cpu/gelu.h"
+#include "engine/cpu/gemm.h"
+#include "engine/cpu/l2_normalize.h"
+#include "engine/cpu/layer_norm.h"
+#include "engine/cpu/linear.h"
+#include "engine/cpu/pooling.h"
+#include "engine/cpu/softmax.h"
+#include "engine/cpu/thread_pool.h"
+#include "engine/cpu/vec_math.h"
+
+namespace orchid {
+namespace {
+
+std::vector<float> Random(size_t n, uint32_t seed, float lo = -1, float hi = 1) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+// Runs `body(pool)` with no pool and with pools of 2 and 3 threads.
+template <typename F>
+void ForEachPool(F body) {
+  ThreadPool two(2), three(3);
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &two, &three}) {
+    SCOPED_TRACE(p == nullptr ? 1 : p->size());
+    body(p);
+  }
+}
+
+// Runs `body()` once per instruction set (scalar, AVX2, AVX-512), each capped with LimitIsa;
+// a set the CPU lacks falls back to the next lower one.
+template <typename F>
+void ForEachIsa(F body) {
+  struct Restore {
+    ~Restore() { simd::LimitIsa(simd::Isa::kAvx512); }
+  } restore;
+  for (simd::Isa isa : {simd::Isa::kScalar, simd::Isa::kAvx2, simd::Isa::kAvx512}) {
+    SCOPED_TRACE(isa == simd::Isa::kScalar ? "scalar"
+                 : isa == simd::Isa::kAvx2 ? "avx2"
+                                           : "avx512");
+    simd::LimitIsa(isa);
+    body();
+  }
+}
+
+double GeluRef(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+
+TEST(ThreadPoolTest, ParallelForCoversEverythingOnce) {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(pool.size(), threads);
+    for (int64_t n : {0, 1, 7, 1000}) {
+      for (int64_t grain : {1, 3, 64}) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        std::vector<std::atomic<int>> inside(static_cast<size_t>(threads));
+        std::atomic<bool> shared_thread_id{false}, bad_range{false};
+        pool.ParallelFor(n, grain, [&](int t, int64_t b, int64_t e) {
+          if (t < 0 || t >= threads || b < 0 || e > n || b >= e) {
+            bad_range = true;
+            return;
+          }
+          if (inside[size_t(t)]++ != 0) shared_thread_id = true;
+          for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
+          inside[size_t(t)]--;
+        });
+        EXPECT_FALSE(bad_range.load());
+        EXPECT_FALSE(shared_thread_id.load());
+        for (auto& h : hits) ASSERT_EQ(h.load(), 1) << threads << " threads, n " << n;
+      }
+    }
+  }
+}
+
+TEST(ThreadPoolTest, ManyShortRegionsInARow) {
+  ThreadPool pool(2);
+  std::atomic<int64_t> total{0};
+  for (int i = 0; i < 20000; ++i) {
+    pool.ParallelFor(4, 1, [&](int, int64_t b, int64_t e) { total += e - b; });
+  }
+  EXPECT_EQ(total.load(), 20000 * 4);
+}
+
+// A chunk that blocks on another chunk: only possible if two threads really run at once,
+// so this also shows the workers take part.
+TEST(ThreadPoolTest, WorkersRunChunksConcurrently) {
+  ThreadPool pool(2);
+  std::atomic<int> arrived{0};
+  std::atomic<bool> both{false};
+  for (int attempt = 0; attempt < 50 && !both; ++attempt) {
+    arrived = 0;
+    pool.ParallelFor(2, 1, [&](int, int64_t, int64_t) {
+      arrived++;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+      while (arrived.load() < 2 && std::chrono::steady_clock::now() < until) {
+      }
+      if (arrived.load() == 2) both = true;
+    });
+  }
+  EXPECT_TRUE(both.load());
+}
+
+TEST(ThreadPoolTest, SplitRangeIsAPartition) {
+  for (int64_t n : {0, 1, 15, 16, 17, 1000}) {
+    for (int parts : {1, 2, 3, 7}) {
+      int64_t prev = 0;
+      for (int i = 0; i < parts; ++i) {
+        int64_t b, e;
+        SplitRange(n, parts, i, 16, &b, &e);
+        EXPECT_EQ(b, prev);
+        EXPECT_LE(b, e);
+        if (e < n) {
+          EXPECT_EQ(e % 16, 0);
+        }
+        prev = e;
+      }
+      EXPECT_EQ(prev, n);
+    }
+  }
+}
+
+TEST(CpuOpsTest, GemmAllTransposes) {
+  const int m = 7, n = 13, k = 9;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const int lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + 1;
+      auto a = Random(size_t((ta ? k : m) * lda), 1);
+      auto b = Random(size_t((tb ? n : k) * ldb), 2);
+      auto c = Random(size_t(m * ldc), 3);
+      auto c0 = c;
+      Gemm(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 2.0f, c.data(), ldc);
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) {
+          double s = 0;
+          for (int p = 0; p < k; ++p) {
+            const double av = ta ? a[size_t(p * lda + i)] : a[size_t(i * lda + p)];
+            const double bv = tb ? b[size_t(j * ldb + p)] : b[size_t(p * ldb + j)];
+            s += av * bv;
+          }
+          EXPECT_NEAR(c[size_t(i * ldc + j)], 0.5 * s + 2.0 * c0[size_t(i * ldc + j)], 1e-5);
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuOpsTest, LinearAllEpiloguesAndSplits) {
+  ForEachIsa([&] {
+    // Row counts around the 8-row tiles and the 128-row chunks; output widths around the
+    // 16-column panels and 3-panel groups.
+    for (int m : {1, 7, 8, 9, 150, 301}) {
+      for (auto [k, n] : {std::pair{9, 37}, std::pair{64, 100}, std::pair{3, 16}, std::pair{20, 48},
+                          std::pair{384, 1}}) {
+        const int ldx = k + 1, ldy = n + 3;
+        auto x = Random(size_t(m * ldx), 10);
+        auto w = Random(size_t(n * k), 11);
+        auto bias = Random(size_t(n), 12);
+        auto y0 = Random(size_t(m * ldy), 13);
+        const PackedWeight packed = PackedWeight::Pack(w.data(), n, k);
+        EXPECT_EQ(packed.panels(), (n + 15) / 16);
+        for (auto ep :
+             {LinearEpilogue::kNone, LinearEpilogue::kGelu, LinearEpilogue::kAccumulate}) {
+          for (bool with_bias : {true, false}) {
+            ForEachPool([&](ThreadPool* pool) {
+              auto y = y0;
+              Linear(pool, x.data(), m, ldx, packed, with_bias ? bias.data() : nullptr, y.data(),
+                     ldy, ep);
+              for (int i = 0; i < m; ++i) {
+                for (int j = 0; j < ldy; ++j) {
+                  const size_t at = size_t(i * ldy + j);
+                  if (j >= n) {  // padding between rows is untouched
+                    ASSERT_EQ(y[at], y0[at]);
+                    continue;
+                  }
+                  double s = with_bias ? bias[size_t(j)] : 0.0;
+                  for (int p = 0; p < k; ++p)
+                    s += double(x[size_t(i * ldx + p)]) * w[size_t(j * k + p)];
+                  const double want = ep == LinearEpilogue::kGelu         ? GeluRef(s)
+                                      : ep == LinearEpilogue::kAccumulate ? s + y0[at]
+                                                                          : s;
+                  ASSERT_NEAR(y[at], want, 2e-5)
+                      << "m=" << m << " n=" << n << " i=" << i << " j=" << j;
+                }
+              }
+            });
+          }
+        }
+      }
+    }
+  });
+}
+
+TEST(CpuOpsTest, GeluMatchesErfForm) {
+  ForEachIsa([&] {
+    // Dense sweep of [-12, 12] plus the odd sizes that exercise the vector tails.
+    std::vector<float> x;
+    for (int i = -24000; i <= 24000; ++i) x.push_back(float(i) / 2000.0f);
+    for (size_t n : {size_t(1), size_t(7), size_t(15), size_t(17), x.size()}) {
+      ForEachPool([&](ThreadPool* pool) {
+        std::vector<float> y(x.begin(), x.begin() + long(n));
+        Gelu(pool, y.data(), n);
+        for (size_t i = 0; i < n; ++i) {
+          const double want = GeluRef(x[i]);
+          ASSERT_NEAR(y[i], want, 2e-7 * std::max(1.0, std::fabs(want)) + 1e-7) << "x=" << x[i];
+        }
+      });
+    }
+    // With a bias added first.
+    auto v = Random(19, 5, -4, 4), b = Random(19, 6);
+    auto y = v;
+    BiasGelu(y.data(), b.data(), y.size());
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], GeluRef(double(v[i]) + b[i]), 1e-6);
+  });
+}
+
+TEST(CpuOpsTest, LayerNormMatchesReference) {
+  ForEachIsa([&] {
+    for (int dim : {1, 7, 16, 33, 384}) {
+      for (int rows : {1, 13}) {
+        auto x0 = Random(size_t(rows * dim), 20, -3, 5);
+        auto g = Random(size_t(dim), 21, 0.5f, 1.5f), b = Random(size_t(dim), 22);
+        ForEachPool([&](ThreadPool* pool) {
+          auto x = x0;
+          LayerNorm(pool, x.data(), rows, dim, g.data(), b.data(), 1e-5f);
+          for (int r = 0; r < rows; ++r) {
+            double mean = 0, var = 0;
+            for (int d = 0; d < dim; ++d) mean += x0[size_t(r * dim + d)];
+            mean /= dim;
+            for (int d = 0; d < dim; ++d) var += std::pow(x0[size_t(r * dim + d)] - mean, 2);
+            var /= dim;
+            for (int d = 0; d < dim; ++d) {
+              const double want =
+                  (x0[size_t(r * dim + d)] - mean) / std::sqrt(var + 1e-5) * g[size_t(d)] +
+                  b[size_t(d)];
+              ASSERT_NEAR(x[size_t(r * dim + d)], want, 1e-5) << "dim " << dim << " row " << r;
+            }
+          }
+        });
+      }
+    }
+  });
+}
+
+TEST(CpuOpsTest, SoftmaxMatchesReferenceAndIsStable) {
+  ForEachIsa([&] {
+    for (int cols : {1, 5, 8, 16, 17, 31, 128, 129}) {
+      const int rows = 3, ld = cols + 2;
+      auto x0 = Random(size_t(rows * ld), 30, -20, 20);
+      x0[0] = 1000.0f;  // huge logits must not overflow
+      if (cols > 1) x0[1] = -1000.0f;
+      auto x = x0;
+      SoftmaxRows(x.data(), rows, cols, ld);
+      for (int r = 0; r < rows; ++r) {
+        double mx = -1e300, sum = 0;
+        for (int c = 0; c < cols; ++c) mx = std::max(mx, double(x0[size_t(r * ld + c)]));
+        for (int c = 0; c < cols; ++c) sum += std::exp(x0[size_t(r * ld + c)] - mx);
+        double total = 0;
+        for (int c = 0; c < cols; ++c) {
+          const double want = std::exp(x0[size_t(r * ld + c)] - mx) / sum;
+          ASSERT_NEAR(x[size_t(r * ld + c)], want, 2e-6 * want + 1e-9) << "cols " << cols;
+          total += x[size_t(r * ld + c)];
+        }
+        EXPECT_NEAR(total, 1.0, 1e-5);
+        for (int c = cols; c < ld; ++c) EXPECT_EQ(x[size_t(r * ld + c)], x0[size_t(r * ld + c)]);
+      }
+    }
+  });
+}
+
+TEST(CpuOpsTest, RaggedSelfAttentionMatchesReference) {
+  ForEachIsa([&] {
+    const std::vector<int32_t> lens = {1, 3, 17, 1, 64, 5};
+    std::vector<int32_t> cu = {0};
+    for (int32_t l : lens) cu.push_back(cu.back() + l);
+    const int T = cu.back();
+    for (auto [heads, hd] : {std::pair{3, 8}, std::pair{2, 32}, std::pair{1, 5}}) {
+      const int H = heads * hd;
+      auto qkv = Random(size_t(T) * 3 * H, 40, -2, 2);
+      ForEachPool([&](ThreadPool* pool) {
+        std::vector<float> out(size_t(T) * H, -7.0f);
+        Buffer<float> scratch;
+        RaggedSelfAttention(pool, qkv.data(), cu.data(), int(lens.size()), heads, hd, out.data(),
+                            &scratch);
+        for (size_t s = 0; s < lens.size(); ++s) {
+          for (int h = 0; h < heads; ++h) {
+            for (int i = cu[s]; i < cu[s + 1]; ++i) {
+              std::vector<double> p;
+              double mx = -1e300, sum = 0;
+              for (int j = cu[s]; j < cu[s + 1]; ++j) {
+                double dot = 0;
+                for (int d = 0; d < hd; ++d) {
+                  dot += double(qkv[size_t(i) * 3 * H + size_t(h * hd + d)]) *
+                         qkv[size_t(j) * 3 * H + size_t(H + h * hd + d)];
+                }
+                p.push_back(dot / std::sqrt(double(hd)));
+                mx = std::max(mx, p.back());
+              }
+              for (auto& v : p) sum += (v = std::exp(v - mx));
+              for (int d = 0; d < hd; ++d) {
+                double o = 0;
+                for (int j = cu[s]; j < cu[s + 1]; ++j) {
+                  o += p[size_t(j - cu[s])] / sum *
+                       qkv[size_t(j) * 3 * H + size_t(2 * H + h * hd + d)];
+                }
+                ASSERT_NEAR(out[size_t(i) * H + size_t(h * hd + d)], o, 1e-5)
+                    << "seq " << s << " head " << h << " token " << i;
+              }
+            }
+          }
+        }
+      });
+    }
+  });
+}
+
+TEST(CpuOpsTest, PoolingOverCuSeqlens) {
+  const std::vector<int32_t> cu = {0, 1, 4, 11};
+  const int dim = 5;
+  auto h = Random(size_t(11 * dim), 50);
+  for (Pooling mode : {Pooling::kMean, Pooling::kCls, Pooling::kLastToken}) {
+    std::vector<Pooling> modes(3, mode);
+    std::vector<float> out(3 * dim);
+    Pool(h.data(), dim, cu.data(), 3, modes.data(), out.data());
+    for (int s = 0; s < 3; ++s) {
+      for (int d = 0; d < dim; ++d) {
+        double want = 0;
+        if (mode == Pooling::kCls) want = h[size_t(cu[size_t(s)] * dim + d)];
+        if (mode == Pooling::kLastToken) want = h[size_t((cu[size_t(s) + 1] - 1) * dim + d)];
+        if (mode == Pooling::kMean) {
+          for (int t = cu[size_t(s)]; t < cu[size_t(s) + 1]; ++t) want += h[size_t(t * dim + d)];
+          want /= cu[size_t(s) + 1] - cu[size_t(s)];
+        }
+        EXPECT_NEAR(out[size_t(s * dim + d)], want, 1e-6) << PoolingName(mode) << " seq " << s;
+      }
+    }
+  }
+  // Mixed modes in one call.
+  const std::vector<Pooling> mixed = {Pooling::kLastToken, Pooling::kCls, Pooling::kMean};
+  std::vector<float> out(3 * dim);
+  Pool(h.data(), dim, cu.data(), 3, mixed.data(), out.data());
+  EXPECT_EQ(out[0], h[0]);
+  EXPECT_EQ(out[size_t(dim)], h[size_t(dim)]);
+}
+
+TEST(CpuOpsTest, L2NormalizeRowsWithMask) {
+  std::vector<float> x = {3, 4, 0, 0, 1, 1, 0, 0, 0};
+  const uint8_t mask[] = {1, 0, 1};
+  L2Normalize(x.data(), 3, 3, mask);
+  EXPECT_NEAR(x[0], 0.6, 1e-7);
+  EXPECT_NEAR(x[1], 0.8, 1e-7);
+  EXPECT_EQ(x[4], 1.0f);                                      // masked out: untouched
+  for (int d = 6; d < 9; ++d) EXPECT_EQ(x[size_t(d)], 0.0f);  // zero stays zero, no NaN
+  auto y = Random(7 * 33, 60);
+  L2Normalize(y.data(), 7, 33, nullptr);
+  for (int r = 0; r < 7; ++r) {
+    double n = 0;
+    for (int d = 0; d < 33; ++d) n += double(y[size_t(r * 33 + d)]) * y[size_t(r * 33 + d)];
+    EXPECT_NEAR(n, 1.0, 1e-6);
+  }
+}
+
+TEST(CpuOpsTest, EmbeddingLookupAndAdd) {
+  const int rows = 10, dim = 6, n = 150;
+  auto table = Random(size_t(rows * dim), 70);
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  std::mt19937 rng(71);
+  for (auto& id : ids) id = int32_t(rng() % rows);
+  ForEachPool([&](ThreadPool* pool) {
+    std::vector<float> out(size_t(n * dim));
+    EmbeddingLookup(pool, table.data(), dim, ids.data(), n, out.data(), false);
+    EmbeddingLookup(pool, table.data(), dim, nullptr, n, out.data(), true);  // + row 0
+    for (int i = 0; i < n; ++i) {
+      for (int d = 0; d < dim; ++d) {
+        ASSERT_FLOAT_EQ(out[size_t(i * dim + d)],
+                        table[size_t(ids[size_t(i)] * dim + d)] + table[size_t(d)]);
+      }
+    }
+  });
+  std::vector<float> y = {1, 2, 3, 4, 5};
+  const float x[] = {10, 20, 30, 40, 50};
+  Add(y.data(), x, 5);
+  EXPECT_EQ(y, (std::vector<float>{11, 22, 33, 44, 55}));
+}
+
+}  // namespace
+}  // namespace orchid
