@@ -166,7 +166,7 @@ def main():
     print(text)
     bad = [r[0] for r in rows if r[10] < 0.99999]
     os.makedirs(args.out, exist_ok=True)
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
     base = os.path.join(args.out, f"cpu-engine-{stamp}")
     with open(base + ".md", "w") as f:
         f.write(text)
