@@ -9,8 +9,6 @@ with special tokens (all of it); without special tokens and with truncation on e
 
 Env: ORCHID_BIN (build/orchid), ORCHID_MODEL (model dir holding tokenizer.json).
 """
-import csv
-import glob
 import json
 import os
 import subprocess
@@ -22,25 +20,14 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "data"
 sys.path.insert(0, str(REPO / "tests" / "fixtures" / "tokenizer"))
+from compare import stsb_sentences  # noqa: E402
 from edge_cases import edge_cases, more_edge_cases  # noqa: E402
 
-tokenizers = pytest.importorskip("tokenizers")
+import tokenizers  # noqa: E402  (a hard dependency: a missing reference must fail, not skip)
 
 ORCHID_BIN = Path(os.environ.get("ORCHID_BIN", REPO / "build" / "orchid"))
 ORCHID_MODEL = Path(os.environ.get("ORCHID_MODEL", REPO / "models" / "all-MiniLM-L6-v2"))
 TOKENIZER_JSON = ORCHID_MODEL / "tokenizer.json"
-
-
-def stsb_sentences():
-    files = sorted(glob.glob(str(DATA / "stsb" / "stsb-*.csv")))
-    assert len(files) == 33, f"expected 11 languages x 3 splits under {DATA / 'stsb'}, got {len(files)}"
-    out = []
-    for f in files:
-        with open(f, newline="", encoding="utf-8") as fh:
-            for row in csv.reader(fh):
-                assert len(row) == 3, f"{f}: unexpected row {row!r}"
-                out.extend(row[:2])
-    return out
 
 
 def codepoint_sweep():

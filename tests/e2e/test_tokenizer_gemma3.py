@@ -21,7 +21,7 @@ from compare import (TOKENIZERS_DIR, codepoint_sweep, compare, compare_offsets, 
                      run_orchid, stsb_sentences)
 from edge_cases import edge_cases, more_edge_cases  # noqa: E402
 
-tokenizers = pytest.importorskip("tokenizers")
+import tokenizers  # noqa: E402  (a hard dependency: a missing reference must fail, not skip)
 
 ORCHID_BIN = Path(os.environ.get("ORCHID_BIN", REPO / "build" / "orchid"))
 GEMMA3 = TOKENIZERS_DIR / "gemma3" / "tokenizer.json"

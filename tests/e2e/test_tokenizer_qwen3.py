@@ -24,7 +24,7 @@ from compare import (TOKENIZERS_DIR, codepoint_sweep, compare, compare_offsets, 
 from edge_cases import edge_cases, more_edge_cases  # noqa: E402
 import make_qwen3_embedding  # noqa: E402
 
-tokenizers = pytest.importorskip("tokenizers")
+import tokenizers  # noqa: E402  (a hard dependency: a missing reference must fail, not skip)
 
 ORCHID_BIN = Path(os.environ.get("ORCHID_BIN", REPO / "build" / "orchid"))
 QWEN3 = TOKENIZERS_DIR / "qwen3" / "tokenizer.json"
