@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-DATA = REPO.parent / "shared" / "data"
 sys.path.insert(0, str(REPO / "tests" / "fixtures" / "tokenizer"))
 from compare import stsb_sentences  # noqa: E402
 from edge_cases import edge_cases, more_edge_cases  # noqa: E402
