@@ -59,7 +59,8 @@ e2e-test: build model
 fuzz-test: build-fuzz model
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(BUILD_FUZZ)
 
-test: unit-test asan-test e2e-test fuzz-test
+# e2e last, so the run closes on pytest's summary line.
+test: unit-test asan-test fuzz-test e2e-test
 
 bench: build model
 	bench/run-cpu.sh
