@@ -108,6 +108,12 @@ class PostProcessor {
   // add_special_tokens, otherwise just the sequence (with its template type id).
   virtual void Process(const TokenSequence& seq, bool add_special_tokens,
                        Encoding* out) const = 0;
+  // Special tokens added around a pair.
+  virtual size_t num_special_tokens_pair() const = 0;
+  // Appends the final pair encoding to *out (type ids from the pair template). False when the
+  // processor has no pair template.
+  virtual bool ProcessPair(const TokenSequence& a, const TokenSequence& b,
+                           bool add_special_tokens, Encoding* out) const = 0;
 };
 
 }  // namespace orchid::tok

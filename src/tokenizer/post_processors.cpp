@@ -1,5 +1,6 @@
 #include "tokenizer/post_processors.h"
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -7,51 +8,83 @@
 namespace orchid::tok {
 namespace {
 
-// A single-sequence template: special tokens (each possibly several ids) around the sequence.
+// Single and pair templates: special tokens (each possibly several ids) around the sequences.
 class TemplatePostProcessor final : public PostProcessor {
  public:
   struct Piece {
-    bool is_sequence = false;
-    std::vector<int32_t> ids;  // special token ids (empty for the sequence)
+    int8_t sequence = -1;      // -1: special token; 0: sequence A; 1: sequence B
+    std::vector<int32_t> ids;  // special token ids (empty for a sequence)
     int32_t type_id = 0;
   };
-  explicit TemplatePostProcessor(std::vector<Piece> single) : single_(std::move(single)) {
-    for (const Piece& p : single_) num_special_ += p.ids.size();
+  struct Templates {
+    std::vector<Piece> single;
+    // Empty: no pair template. Without special tokens the sequences keep their template type
+    // ids (as `tokenizers` does for every processor: RoBERTa's B stays 0).
+    std::vector<Piece> pair;
+  };
+  explicit TemplatePostProcessor(Templates t) : t_(std::move(t)) {
+    for (const Piece& p : t_.single) num_special_ += p.ids.size();
+    for (const Piece& p : t_.pair) num_special_pair_ += p.ids.size();
   }
 
   size_t num_special_tokens() const override { return num_special_; }
+  size_t num_special_tokens_pair() const override { return num_special_pair_; }
 
   void Process(const TokenSequence& seq, bool add_special_tokens, Encoding* out) const override {
-    for (const Piece& p : single_) {
-      if (p.is_sequence) {
-        out->ids.insert(out->ids.end(), seq.ids.begin(), seq.ids.end());
-        out->type_ids.insert(out->type_ids.end(), seq.ids.size(), p.type_id);
-        out->offsets.insert(out->offsets.end(), seq.offsets.begin(), seq.offsets.end());
+    for (const Piece& p : t_.single) {
+      if (p.sequence >= 0) {
+        Append(seq, p.type_id, out);
       } else if (add_special_tokens) {
-        out->ids.insert(out->ids.end(), p.ids.begin(), p.ids.end());
-        out->type_ids.insert(out->type_ids.end(), p.ids.size(), p.type_id);
-        out->offsets.insert(out->offsets.end(), p.ids.size(), {0u, 0u});
+        AppendSpecial(p, out);
       }
     }
   }
 
+  bool ProcessPair(const TokenSequence& a, const TokenSequence& b, bool add_special_tokens,
+                   Encoding* out) const override {
+    if (t_.pair.empty()) return false;
+    for (const Piece& p : t_.pair) {
+      if (p.sequence >= 0) {
+        Append(p.sequence == 0 ? a : b, p.type_id, out);
+      } else if (add_special_tokens) {
+        AppendSpecial(p, out);
+      }
+    }
+    return true;
+  }
+
  private:
-  std::vector<Piece> single_;
+  static void Append(const TokenSequence& seq, int32_t type_id, Encoding* out) {
+    out->ids.insert(out->ids.end(), seq.ids.begin(), seq.ids.end());
+    out->type_ids.insert(out->type_ids.end(), seq.ids.size(), type_id);
+    out->offsets.insert(out->offsets.end(), seq.offsets.begin(), seq.offsets.end());
+  }
+  static void AppendSpecial(const Piece& p, Encoding* out) {
+    out->ids.insert(out->ids.end(), p.ids.begin(), p.ids.end());
+    out->type_ids.insert(out->type_ids.end(), p.ids.size(), p.type_id);
+    out->offsets.insert(out->offsets.end(), p.ids.size(), {0u, 0u});
+  }
+
+  Templates t_;
   size_t num_special_ = 0;
+  size_t num_special_pair_ = 0;
 };
 
 using Piece = TemplatePostProcessor::Piece;
+using Templates = TemplatePostProcessor::Templates;
 
-Status ParseTemplate(JsonObject o, const std::string& where, std::vector<Piece>* out) {
+// One template list ("single" or "pair") of a TemplateProcessing.
+Status ParseTemplateList(JsonObject o, std::string_view key, bool pair, const std::string& where,
+                         std::vector<Piece>* out) {
   // "special_tokens": {"[CLS]": {"id": "[CLS]", "ids": [101], "tokens": ["[CLS]"]}, ...}
   JsonObject specials;
   const bool has_specials = o["special_tokens"].get(specials) == simdjson::SUCCESS;
-  simdjson::dom::array single;
-  if (o["single"].get(single) != simdjson::SUCCESS) {
-    return JsonError(where, "\"single\" must be an array of template pieces");
+  simdjson::dom::array list;
+  if (o[key].get(list) != simdjson::SUCCESS) {
+    return JsonError(where, StrCat({"\"", key, "\" must be an array of template pieces"}));
   }
-  bool has_sequence = false;
-  for (JsonElement item : single) {
+  bool has_a = false;
+  for (JsonElement item : list) {
     JsonObject piece;
     if (item.get(piece) != simdjson::SUCCESS) return JsonError(where, "bad template piece");
     JsonObject body;
@@ -60,11 +93,14 @@ Status ParseTemplate(JsonObject o, const std::string& where, std::vector<Piece>*
     if (piece["Sequence"].get(body) == simdjson::SUCCESS) {
       std::string_view id;
       ORCHID_RETURN_IF_ERROR(ReadString(body, "id", where, &id, true));
-      if (id != "A") {
-        return JsonError(where, StrCat({"the single template may only use sequence A, not ", id}));
+      if (id == "A") {
+        p.sequence = 0;
+        has_a = true;
+      } else if (id == "B" && pair) {
+        p.sequence = 1;
+      } else {
+        return JsonError(where, StrCat({"the ", key, " template may not use sequence ", id}));
       }
-      p.is_sequence = true;
-      has_sequence = true;
     } else if (piece["SpecialToken"].get(body) == simdjson::SUCCESS) {
       std::string_view id;
       ORCHID_RETURN_IF_ERROR(ReadString(body, "id", where, &id, true));
@@ -88,7 +124,16 @@ Status ParseTemplate(JsonObject o, const std::string& where, std::vector<Piece>*
     p.type_id = static_cast<int32_t>(type_id);
     out->push_back(std::move(p));
   }
-  if (!has_sequence) return JsonError(where, "the single template has no Sequence piece");
+  if (!has_a) return JsonError(where, StrCat({"the ", key, " template has no Sequence A piece"}));
+  return Status::Ok();
+}
+
+Status ParseTemplate(JsonObject o, const std::string& where, Templates* out) {
+  ORCHID_RETURN_IF_ERROR(ParseTemplateList(o, "single", false, where, &out->single));
+  simdjson::dom::element pair;
+  if (o["pair"].get(pair) == simdjson::SUCCESS && !pair.is_null()) {
+    ORCHID_RETURN_IF_ERROR(ParseTemplateList(o, "pair", true, where, &out->pair));
+  }
   return Status::Ok();
 }
 
@@ -105,25 +150,37 @@ Status ParseBertSpecial(JsonObject o, std::string_view key, const std::string& w
   return Status::Ok();
 }
 
-// The single-sequence template of one post-processor JSON object.
-Status ParseSingle(JsonElement json, std::string_view where, std::vector<Piece>* single) {
+// The templates of one post-processor JSON object.
+Status ParseTemplates(JsonElement json, std::string_view where, Templates* t) {
   ORCHID_ASSIGN_OR_RETURN(std::string_view type, ComponentType(json, where));
   const std::string ctx = StrCat({where, " (", type, ")"});
   JsonObject o = json.get_object().value_unsafe();
-  single->clear();
-  Piece seq;
-  seq.is_sequence = true;
-  if (type == "TemplateProcessing") return ParseTemplate(o, ctx, single);
+  *t = Templates();
+  Piece a, b;
+  a.sequence = 0;
+  b.sequence = 1;
+  b.type_id = 1;
+  if (type == "TemplateProcessing") return ParseTemplate(o, ctx, t);
   if (type == "BertProcessing" || type == "RobertaProcessing") {
     // RobertaProcessing's trim_offsets / add_prefix_space change offsets only.
     Piece cls, sep;
     ORCHID_RETURN_IF_ERROR(ParseBertSpecial(o, "cls", ctx, &cls));
     ORCHID_RETURN_IF_ERROR(ParseBertSpecial(o, "sep", ctx, &sep));
-    *single = {cls, seq, sep};
+    t->single = {cls, a, sep};
+    if (type == "BertProcessing") {
+      Piece sep1 = sep;
+      sep1.type_id = 1;
+      t->pair = {cls, a, sep, b, sep1};  // type ids 0 … 0 1 … 1
+    } else {
+      Piece b0 = b;
+      b0.type_id = 0;
+      t->pair = {cls, a, sep, sep, b0, sep};  // RoBERTa: type ids all 0
+    }
     return Status::Ok();
   }
   if (type == "ByteLevel") {  // trim_offsets changes offsets only; no tokens are added
-    *single = {seq};
+    t->single = {a};
+    t->pair = {a, b};
     return Status::Ok();
   }
   if (type == "Sequence") {
@@ -132,16 +189,19 @@ Status ParseSingle(JsonElement json, std::string_view where, std::vector<Piece>*
       return JsonError(ctx, "\"processors\" must be an array");
     }
     // Each processor wraps the previous one's output; only one may add tokens here.
-    *single = {seq};
+    t->single = {a};
+    t->pair = {a, b};
+    bool have_specials = false;
     size_t k = 0;
     for (JsonElement item : items) {
-      std::vector<Piece> inner;
-      ORCHID_RETURN_IF_ERROR(ParseSingle(item, StrCat({ctx, "[", std::to_string(k++), "]"}), &inner));
-      if (inner.size() == 1) continue;
-      if (single->size() != 1) {
+      Templates inner;
+      ORCHID_RETURN_IF_ERROR(ParseTemplates(item, StrCat({ctx, "[", std::to_string(k++), "]"}), &inner));
+      if (inner.single.size() == 1 && inner.pair.size() == 2) continue;
+      if (have_specials) {
         return JsonError(ctx, "more than one processor adding special tokens is not supported");
       }
-      *single = std::move(inner);
+      have_specials = true;
+      *t = std::move(inner);
     }
     return Status::Ok();
   }
@@ -152,9 +212,9 @@ Status ParseSingle(JsonElement json, std::string_view where, std::vector<Piece>*
 
 Result<std::unique_ptr<PostProcessor>> MakePostProcessor(JsonElement json, std::string_view where) {
   if (json.is_null()) return std::unique_ptr<PostProcessor>();
-  std::vector<Piece> single;
-  ORCHID_RETURN_IF_ERROR(ParseSingle(json, where, &single));
-  return std::unique_ptr<PostProcessor>(std::make_unique<TemplatePostProcessor>(std::move(single)));
+  Templates t;
+  ORCHID_RETURN_IF_ERROR(ParseTemplates(json, where, &t));
+  return std::unique_ptr<PostProcessor>(std::make_unique<TemplatePostProcessor>(std::move(t)));
 }
 
 }  // namespace orchid::tok

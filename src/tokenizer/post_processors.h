@@ -1,5 +1,6 @@
 // Post-processors (tokenizer.json "post_processor"). Supported: TemplateProcessing,
-// BertProcessing, RobertaProcessing, ByteLevel, Sequence. Only the single-sequence template is applied for now.
+// BertProcessing, RobertaProcessing, ByteLevel, Sequence. Single and pair templates
+// (with token_type_ids).
 #pragma once
 
 #include <memory>

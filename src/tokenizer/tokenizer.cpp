@@ -3,13 +3,16 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "tokenizer/added_vocabulary.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/components.h"
+#include "tokenizer/decoders.h"
 #include "tokenizer/json_util.h"
 #include "tokenizer/models.h"
 #include "tokenizer/normalizers.h"
@@ -33,6 +36,8 @@ struct Scratch {
   std::vector<Span> words;
   std::vector<tok::ModelToken> model_tokens;
   tok::TokenSequence seq;
+  tok::TokenSequence seq_b;  // the second sequence of a pair
+  tok::TokenSequence* cur = &seq;  // where TokenizeNormalized appends
 };
 
 // A JSON null (a default-constructed dom::element is not one: reading it crashes).
@@ -72,6 +77,15 @@ class PipelineTokenizer final : public Tokenizer {
                                                                     tok::StrCat({origin, ": post_processor"})));
     ORCHID_RETURN_IF_ERROR(added_.Load(section("added_tokens"), *model_, normalizer_.get(),
                                        tok::StrCat({origin, ": added_tokens"})));
+    if (auto decoder = tok::MakeDecoder(section("decoder"), tok::StrCat({origin, ": decoder"}));
+        decoder.ok()) {
+      decoder_ = std::move(*decoder);
+    } else {  // loading still succeeds: only Decode needs the decoder
+      decoder_error_ = decoder.status().ToString();
+    }
+    for (const tok::AddedToken& t : added_.tokens()) {
+      if (t.special) special_tokens_.insert(t.content);
+    }
     vocab_size_ = model_->vocab_size();
     for (const tok::AddedToken& t : added_.tokens()) vocab_size_ = std::max(vocab_size_, t.id + 1);
     return Status::Ok();
@@ -80,6 +94,43 @@ class PipelineTokenizer final : public Tokenizer {
   Status Encode(std::string_view text, const EncodeOptions& options,
                 Encoding* out) const override {
     out->clear();
+    thread_local Scratch s;
+    ORCHID_RETURN_IF_ERROR(EncodeSequence(text, &s.seq, &s));
+    Truncate(options, &s.seq);
+    if (post_processor_) {
+      post_processor_->Process(s.seq, options.add_special_tokens, out);
+    } else {
+      out->ids = s.seq.ids;
+      out->type_ids.assign(s.seq.ids.size(), 0);
+      out->offsets = s.seq.offsets;
+    }
+    return Status::Ok();
+  }
+
+  Status EncodePair(std::string_view a, std::string_view b, const EncodeOptions& options,
+                    Encoding* out) const override {
+    out->clear();
+    thread_local Scratch s;
+    ORCHID_RETURN_IF_ERROR(EncodeSequence(a, &s.seq, &s));
+    ORCHID_RETURN_IF_ERROR(EncodeSequence(b, &s.seq_b, &s));
+    ORCHID_RETURN_IF_ERROR(TruncatePair(options, &s.seq, &s.seq_b));
+    if (post_processor_) {
+      if (!post_processor_->ProcessPair(s.seq, s.seq_b, options.add_special_tokens, out)) {
+        return Status::InvalidArgument("the tokenizer's post-processor has no pair template");
+      }
+    } else {
+      out->ids = s.seq.ids;
+      out->ids.insert(out->ids.end(), s.seq_b.ids.begin(), s.seq_b.ids.end());
+      out->type_ids.assign(s.seq.ids.size(), 0);  // like `tokenizers`: A 0, B 1
+      out->type_ids.resize(out->ids.size(), 1);
+      out->offsets = s.seq.offsets;
+      out->offsets.insert(out->offsets.end(), s.seq_b.offsets.begin(), s.seq_b.offsets.end());
+    }
+    return Status::Ok();
+  }
+
+  // Tokenizes one text (added tokens, normalizer, pre-tokenizer, model) into *seq (cleared).
+  Status EncodeSequence(std::string_view text, tok::TokenSequence* seq, Scratch* s) const {
     if (text.size() >= 0xFFFFFFFFu) {
       return Status::InvalidArgument(
           tok::StrCat({"text too long to tokenize (", std::to_string(text.size()), " bytes)"}));
@@ -89,45 +140,61 @@ class PipelineTokenizer final : public Tokenizer {
       return Status::InvalidArgument(
           tok::StrCat({"text is not valid UTF-8 (at byte ", std::to_string(bad), ")"}));
     }
-    thread_local Scratch s;
-    s.seq.clear();
-    s.pieces.clear();
-    added_.SplitRaw(text, {0, static_cast<uint32_t>(text.size())}, &s.pieces);
-    for (const TextPiece& piece : s.pieces) {
+    seq->clear();
+    s->cur = seq;
+    s->pieces.clear();
+    added_.SplitRaw(text, {0, static_cast<uint32_t>(text.size())}, &s->pieces);
+    for (const TextPiece& piece : s->pieces) {
       if (piece.id >= 0) {
-        s.seq.ids.push_back(piece.id);
-        s.seq.offsets.emplace_back(piece.begin, piece.end);
+        s->cur->ids.push_back(piece.id);
+        s->cur->offsets.emplace_back(piece.begin, piece.end);
         continue;
       }
       const std::string_view raw = text.substr(piece.begin, piece.end - piece.begin);
       if (normalizer_) {
-        normalizer_->NormalizeRaw(raw, piece.begin, &s.normalized);
+        normalizer_->NormalizeRaw(raw, piece.begin, &s->normalized);
       } else {
-        s.normalized.AssignIdentity(raw, piece.begin);
+        s->normalized.AssignIdentity(raw, piece.begin);
       }
-      const Span all{0, static_cast<uint32_t>(s.normalized.size())};
+      const Span all{0, static_cast<uint32_t>(s->normalized.size())};
       if (!added_.has_normalized()) {
-        ORCHID_RETURN_IF_ERROR(TokenizeNormalized(all, &s));
+        ORCHID_RETURN_IF_ERROR(TokenizeNormalized(all, s));
         continue;
       }
-      s.sub_pieces.clear();
-      added_.SplitNormalized(s.normalized.text, all, &s.sub_pieces);
-      for (const TextPiece& sub : s.sub_pieces) {
+      s->sub_pieces.clear();
+      added_.SplitNormalized(s->normalized.text, all, &s->sub_pieces);
+      for (const TextPiece& sub : s->sub_pieces) {
         if (sub.id >= 0) {
-          s.seq.ids.push_back(sub.id);
-          s.seq.offsets.push_back(OriginalOffsets(s.normalized, sub.begin, sub.end));
+          s->cur->ids.push_back(sub.id);
+          s->cur->offsets.push_back(OriginalOffsets(s->normalized, sub.begin, sub.end));
         } else {
-          ORCHID_RETURN_IF_ERROR(TokenizeNormalized({sub.begin, sub.end}, &s));
+          ORCHID_RETURN_IF_ERROR(TokenizeNormalized({sub.begin, sub.end}, s));
         }
       }
     }
-    Truncate(options, &s.seq);
-    if (post_processor_) {
-      post_processor_->Process(s.seq, options.add_special_tokens, out);
+    return Status::Ok();
+  }
+
+  Status Decode(const std::vector<int32_t>& ids, bool skip_special_tokens,
+                std::string* out) const override {
+    out->clear();
+    if (!decoder_error_.empty()) return Status::InvalidArgument(decoder_error_);
+    std::vector<std::string> tokens;
+    tokens.reserve(ids.size());
+    for (int32_t id : ids) {
+      std::optional<std::string_view> t = IdToToken(id);
+      if (!t) continue;
+      if (skip_special_tokens && special_tokens_.count(std::string(*t)) > 0) continue;
+      tokens.emplace_back(*t);
+    }
+    if (decoder_) {
+      decoder_->DecodeChain(&tokens);
+      for (const std::string& t : tokens) out->append(t);
     } else {
-      out->ids = s.seq.ids;
-      out->type_ids.assign(s.seq.ids.size(), 0);
-      out->offsets = s.seq.offsets;
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        if (i > 0) out->push_back(' ');
+        out->append(tokens[i]);
+      }
     }
     return Status::Ok();
   }
@@ -171,8 +238,8 @@ class PipelineTokenizer final : public Tokenizer {
       ORCHID_RETURN_IF_ERROR(model_->Tokenize(text.substr(w.begin, w.end - w.begin),
                                               &s->model_tokens));
       for (const tok::ModelToken& t : s->model_tokens) {
-        s->seq.ids.push_back(t.id);
-        s->seq.offsets.push_back(OriginalOffsets(*src, w.begin + t.begin, w.begin + t.end));
+        s->cur->ids.push_back(t.id);
+        s->cur->offsets.push_back(OriginalOffsets(*src, w.begin + t.begin, w.begin + t.end));
       }
     }
     return Status::Ok();
@@ -200,11 +267,66 @@ class PipelineTokenizer final : public Tokenizer {
     }
   }
 
+  static void TruncateTo(size_t n, TruncationSide side, tok::TokenSequence* seq) {
+    const size_t len = seq->ids.size();
+    if (len <= n) return;
+    if (side == TruncationSide::kRight) {
+      seq->ids.resize(n);
+      seq->offsets.resize(n);
+    } else {
+      seq->ids.erase(seq->ids.begin(), seq->ids.begin() + static_cast<ptrdiff_t>(len - n));
+      seq->offsets.erase(seq->offsets.begin(),
+                         seq->offsets.begin() + static_cast<ptrdiff_t>(len - n));
+    }
+  }
+
+  // `tokenizers`' truncate_encodings for a pair (stride 0).
+  Status TruncatePair(const EncodeOptions& options, tok::TokenSequence* a,
+                      tok::TokenSequence* b) const {
+    if (options.max_length == 0) return Status::Ok();
+    size_t max_length = options.max_length;
+    if (options.add_special_tokens) {
+      const size_t added = post_processor_ ? post_processor_->num_special_tokens_pair() : 0;
+      if (max_length < added) return Status::Ok();  // the reference's wrap-around: no cut
+      max_length -= added;
+    }
+    const size_t total = a->ids.size() + b->ids.size();
+    if (total <= max_length) return Status::Ok();
+    const size_t to_remove = total - max_length;
+    if (options.strategy == TruncationStrategy::kLongestFirst) {
+      size_t n1 = a->ids.size();
+      size_t n2 = b->ids.size();
+      const bool swap = n1 > n2;
+      if (swap) std::swap(n1, n2);
+      n2 = n1 > max_length ? n1 : std::max(n1, max_length - n1);
+      if (n1 + n2 > max_length) {
+        n1 = max_length / 2;
+        n2 = n1 + max_length % 2;
+      }
+      if (swap) std::swap(n1, n2);
+      TruncateTo(n1, options.side, a);
+      TruncateTo(n2, options.side, b);
+      return Status::Ok();
+    }
+    tok::TokenSequence* target = options.strategy == TruncationStrategy::kOnlyFirst ? a : b;
+    const size_t len = target->ids.size();
+    if (len <= to_remove) {
+      return Status::InvalidArgument(tok::StrCat(
+          {"truncation error: the ", options.strategy == TruncationStrategy::kOnlyFirst ? "first" : "second",
+           " sequence is too short to remove ", std::to_string(to_remove), " tokens"}));
+    }
+    TruncateTo(len - to_remove, options.side, target);
+    return Status::Ok();
+  }
+
   std::unique_ptr<tok::Model> model_;
   std::unique_ptr<tok::Normalizer> normalizer_;
   std::unique_ptr<tok::PreTokenizer> pre_tokenizer_;
   std::unique_ptr<tok::PostProcessor> post_processor_;
   tok::AddedVocabulary added_;
+  std::unique_ptr<tok::Decoder> decoder_;
+  std::string decoder_error_;  // why the decoder could not be built (Decode reports it)
+  std::unordered_set<std::string> special_tokens_;
   int32_t vocab_size_ = 0;
 };
 

@@ -19,6 +19,10 @@ namespace orchid {
 
 enum class TruncationSide : uint8_t { kRight, kLeft };
 
+// How EncodePair truncates a pair (as `tokenizers`' TruncationStrategy). Single-sequence
+// Encode always truncates its one sequence.
+enum class TruncationStrategy : uint8_t { kLongestFirst, kOnlyFirst, kOnlySecond };
+
 struct EncodeOptions {
   bool add_special_tokens = true;  // apply the post-processor's template ([CLS] … [SEP])
   // 0 = no truncation. Otherwise the total length, special tokens included, is cut to
@@ -28,6 +32,7 @@ struct EncodeOptions {
   // the limit they want here.
   size_t max_length = 0;
   TruncationSide side = TruncationSide::kRight;
+  TruncationStrategy strategy = TruncationStrategy::kLongestFirst;  // pairs only
 };
 
 struct Encoding {
@@ -54,6 +59,34 @@ class Tokenizer {
   // Encodes one text. Invalid UTF-8 → InvalidArgument (the API rejects it with a 400).
   virtual Status Encode(std::string_view text, const EncodeOptions& options,
                         Encoding* out) const = 0;
+
+  // Encodes a pair (a, b) with the post-processor's pair template ([CLS] A [SEP] B [SEP] for
+  // BERT) and its token_type_ids. Truncation as `tokenizers` does it: max_length counts the
+  // pair's special tokens; longest_first trims the longer sequence first (both to about half
+  // when both are too long); only_first / only_second trim one sequence and fail with
+  // InvalidArgument when it is too short to remove enough. A post-processor without a pair
+  // template (TemplateProcessing without "pair") → InvalidArgument.
+  // (Default: InvalidArgument, for tokenizers that cannot encode pairs, e.g. test fakes.)
+  virtual Status EncodePair(std::string_view a, std::string_view b, const EncodeOptions& options,
+                            Encoding* out) const {
+    (void)a;
+    (void)b;
+    (void)options;
+    out->clear();
+    return Status::InvalidArgument("this tokenizer does not encode pairs");
+  }
+
+  // Decodes ids back to text with tokenizer.json's "decoder" (tokens joined by spaces when it
+  // has none), as `tokenizers`' decode: unknown ids are dropped, and with skip_special_tokens
+  // so are special added tokens. An unsupported decoder → InvalidArgument naming it.
+  // (Default: InvalidArgument, for tokenizers that cannot decode, e.g. test fakes.)
+  virtual Status Decode(const std::vector<int32_t>& ids, bool skip_special_tokens,
+                        std::string* out) const {
+    (void)ids;
+    (void)skip_special_tokens;
+    out->clear();
+    return Status::InvalidArgument("this tokenizer does not decode");
+  }
 
   virtual int32_t vocab_size() const = 0;
   virtual std::optional<int32_t> TokenToId(std::string_view token) const = 0;
