@@ -99,9 +99,19 @@ struct TokenSequence {
   }
 };
 
+// The trim_offsets of a ByteLevel or RobertaProcessing post-processor: each token's offsets
+// lose the characters of its leading and trailing spaces (Ġ or whitespace in the token
+// string); with add_prefix_space a single leading space of a sequence's first token is kept.
+struct OffsetTrim {
+  bool enabled = false;
+  bool add_prefix_space = false;
+};
+
 class PostProcessor {
  public:
   virtual ~PostProcessor() = default;
+  // Applied by the pipeline to each sequence after truncation, before Process / ProcessPair.
+  virtual OffsetTrim offset_trim() const { return {}; }
   // Special tokens added around one sequence.
   virtual size_t num_special_tokens() const = 0;
   // Appends the final single-sequence encoding to *out: with the special tokens when

@@ -8,7 +8,7 @@ BertPreTokenizer categories (Cc|Cf|Co "other", P* punctuation, Mn) come from the
 ships). utf8proc is newer, so using it directly differs on ~600 code points. We therefore:
   * take the category sets (other, punctuation, Mn, White_Space) as range tables probed from
     the reference, code point by code point (they are frozen, so these tables never go stale);
-  * keep utf8proc for NFD, canonical combining classes and lowercase, plus exception lists
+  * keep utf8proc for NFD, NFKD, canonical combining classes and lowercase, plus exception lists
     (code points where the reference disagrees with the installed utf8proc). The utf8proc
     version they were computed against is recorded; a unit test checks it.
 
@@ -36,6 +36,7 @@ lib.utf8proc_decompose_char.restype = ctypes.c_ssize_t
 lib.utf8proc_decompose_char.argtypes = [ctypes.c_int32, ctypes.POINTER(ctypes.c_int32),
                                         ctypes.c_ssize_t, ctypes.c_int,
                                         ctypes.POINTER(ctypes.c_int)]
+UTF8PROC_COMPAT = 1 << 2
 UTF8PROC_DECOMPOSE = 1 << 4
 _buf = (ctypes.c_int32 * 32)()
 _last = ctypes.c_int(0)
@@ -45,6 +46,19 @@ def u_nfd(cp):
     n = lib.utf8proc_decompose_char(cp, _buf, 32, UTF8PROC_DECOMPOSE, ctypes.byref(_last))
     assert 0 < n <= 32, (cp, n)
     return [_buf[i] for i in range(n)]
+
+
+def u_nfkd(cp):
+    """utf8proc's compatibility decomposition of cp, canonically ordered like the reference's."""
+    n = lib.utf8proc_decompose_char(cp, _buf, 32, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT, ctypes.byref(_last))
+    assert 0 < n <= 32, (cp, n)
+    out = []
+    for x in (_buf[i] for i in range(n)):
+        j = len(out)
+        while j > 0 and u_ccc(x) != 0 and u_ccc(out[j - 1]) > u_ccc(x):
+            j -= 1
+        out.insert(j, x)
+    return out
 
 
 def u_ccc(cp):
@@ -62,6 +76,7 @@ def bert(clean=False, chinese=False, strip=False, lower=False):
 
 CLEAN, CHINESE, STRIP, LOWER = bert(clean=True), bert(chinese=True), bert(strip=True), bert(lower=True)
 NFD = normalizers.NFD()
+NFKD = normalizers.NFKD()
 PRETOK = pre_tokenizers.BertPreTokenizer()
 
 CHINESE_RANGES = [(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
@@ -74,7 +89,7 @@ def is_ascii_punct(cp):
 
 def main():
     other, punct, mn, space = set(), set(), set(), set()
-    nfd_exc, ccc_zero, lower_exc = {}, set(), {}
+    nfd_exc, nfkd_exc, ccc_zero, lower_exc = {}, {}, set(), {}
     for cp in range(0x110000):
         if 0xD800 <= cp <= 0xDFFF:
             continue  # not representable in a Rust str
@@ -100,6 +115,10 @@ def main():
         ref_nfd = [ord(x) for x in NFD.normalize_str(c)]
         if ref_nfd != u_nfd(cp):
             nfd_exc[cp] = ref_nfd
+        if cp >= 0xA0:
+            ref_nfkd = [ord(x) for x in NFKD.normalize_str(c)]
+            if ref_nfkd != u_nfkd(cp):
+                nfkd_exc[cp] = ref_nfkd
         if ref_nfd == [cp] and STRIP.normalize_str(c) == "":
             mn.add(cp)
         if ref_nfd == [cp] and u_ccc(cp) != 0:
@@ -158,12 +177,14 @@ def main():
         emit_ranges(f, "kWhiteSpaceRanges", space, "Rust char::is_whitespace (White_Space).")
         emit_map(f, "kNfdExceptions", nfd_exc,
                  "Full NFD decomposition where the reference differs from utf8proc.")
+        emit_map(f, "kNfkdExceptions", nfkd_exc,
+                 "Full NFKD decomposition where the reference differs from utf8proc (newer Unicode).")
         emit_ranges(f, "kCccZeroRanges", ccc_zero,
                     "Combining class 0 in the reference but not in utf8proc (newer marks).")
         emit_map(f, "kLowercaseExceptions", lower_exc,
                  "Rust char::to_lowercase where it differs from utf8proc_tolower.")
     print(f"wrote {OUT}: other={len(ranges(other))} punct={len(ranges(punct))} mn={len(ranges(mn))} "
-          f"ranges; nfd_exc={len(nfd_exc)} ccc_zero={len(ccc_zero)} lower_exc={len(lower_exc)}",
+          f"ranges; nfd_exc={len(nfd_exc)} nfkd_exc={len(nfkd_exc)} ccc_zero={len(ccc_zero)} lower_exc={len(lower_exc)}",
           file=sys.stderr)
 
 

@@ -235,8 +235,8 @@ class UnicodeNormalizer final : public TextNormalizer {
       char32_t buf[32];
       const int n = compat ? DecomposeCompatibility(cp, buf, 32) : DecomposeCanonical(cp, buf);
       if (!seg.inputs.empty() && !MayComposeWithPrevious(buf[0])) Flush(&seg, out);
-      seg.inputs.push_back({cp, b, e});
-      for (int k = 0; k < n; ++k) seg.decomposed.push_back({buf[k], b, e});
+      seg.inputs.push_back({cp, b, e, false});
+      for (int k = 0; k < n; ++k) seg.decomposed.push_back({buf[k], b, e, k > 0});
     });
     Flush(&seg, out);
   }
@@ -245,6 +245,7 @@ class UnicodeNormalizer final : public TextNormalizer {
   struct Item {
     char32_t cp;
     uint32_t b, e;
+    bool inserted;  // not the first code point of its input's decomposition
   };
   struct Segment {
     std::vector<Item> inputs;      // the original code points
@@ -258,10 +259,12 @@ class UnicodeNormalizer final : public TextNormalizer {
   void Flush(Segment* seg, NormalizedText* out) const {
     if (seg->inputs.empty()) return;
     std::vector<Item>& d = seg->decomposed;
-    // Canonical ordering: stable sort of each run of non-starters by combining class. Only the
-    // characters move: like the reference, alignments stay where they were.
+    // Canonical ordering: stable sort of each run of non-starters by combining class. For the
+    // composition below only the characters move (alignments stay where they were, as the
+    // reference's NFC / NFKC give them); NFD / NFKD reassign them after the sort.
     for (size_t i = 1; i < d.size(); ++i) {
       const char32_t x = d[i].cp;
+      const bool x_inserted = d[i].inserted;
       const int ccc = CombiningClass(x);
       if (ccc == 0) continue;
       size_t j = i;
@@ -269,9 +272,28 @@ class UnicodeNormalizer final : public TextNormalizer {
         const int prev = CombiningClass(d[j - 1].cp);
         if (prev == 0 || prev <= ccc) break;
         d[j].cp = d[j - 1].cp;
+        d[j].inserted = d[j - 1].inserted;
         --j;
       }
       d[j].cp = x;
+      d[j].inserted = x_inserted;
+    }
+    if (form_ == UnicodeForm::kNfd || form_ == UnicodeForm::kNfkd) {
+      // The reference's alignment transform is sequential: each code point that starts an
+      // input's decomposition takes the next input's range, each further one the range taken
+      // last. The "inserted" marks moved with the characters above, so a mark that the
+      // reordering put between a decomposition's pieces takes its own input's range.
+      size_t next = 0;
+      uint32_t b = 0, e = 0;
+      for (Item& it : d) {
+        if (!it.inserted && next < seg->inputs.size()) {
+          b = seg->inputs[next].b;
+          e = seg->inputs[next].e;
+          ++next;
+        }
+        it.b = b;
+        it.e = e;
+      }
     }
     if (form_ == UnicodeForm::kNfc || form_ == UnicodeForm::kNfkc) {
       // Canonical composition (UAX #15): each character not blocked from the last starter is
@@ -421,6 +443,29 @@ class LowercaseNormalizer final : public TextNormalizer {
   }
 };
 
+// StripAccents: removes every combining mark (general category M). Unlike BertNormalizer's
+// strip_accents it does not decompose first: files pair it with NFD / NFKD. Kept characters
+// keep their alignment, as the reference's NormalizedString::filter does.
+class StripAccentsNormalizer final : public Normalizer {
+ public:
+  void NormalizeRaw(std::string_view raw, uint32_t base, NormalizedText* out) const override {
+    Run(RawSource{raw, base}, out);
+  }
+  void Normalize(const NormalizedText& in, NormalizedText* out) const override {
+    Run(NormalizedSource{in}, out);
+  }
+
+ private:
+  template <typename Source>
+  static void Run(const Source& src, NormalizedText* out) {
+    out->clear();
+    src.ForEach([&](char32_t cp, uint32_t b, uint32_t e) {
+      if (cp >= 0x80 && IsCombiningMark(cp)) return;
+      out->Append(cp, b, e);
+    });
+  }
+};
+
 class SequenceNormalizer final : public Normalizer {
  public:
   explicit SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> steps)
@@ -485,6 +530,7 @@ Result<std::unique_ptr<Normalizer>> MakeNormalizer(JsonElement json, std::string
   if (type == "NFD") return std::unique_ptr<Normalizer>(std::make_unique<UnicodeNormalizer>(UnicodeForm::kNfd));
   if (type == "NFKC") return std::unique_ptr<Normalizer>(std::make_unique<UnicodeNormalizer>(UnicodeForm::kNfkc));
   if (type == "NFKD") return std::unique_ptr<Normalizer>(std::make_unique<UnicodeNormalizer>(UnicodeForm::kNfkd));
+  if (type == "StripAccents") return std::unique_ptr<Normalizer>(std::make_unique<StripAccentsNormalizer>());
   if (type == "Lowercase") return std::unique_ptr<Normalizer>(std::make_unique<LowercaseNormalizer>());
   if (type == "Replace") {
     JsonObject pattern;

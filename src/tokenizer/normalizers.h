@@ -1,5 +1,5 @@
 // Normalizers (tokenizer.json "normalizer"). Supported: BertNormalizer, NFC, NFD, NFKC, NFKD,
-// Lowercase, Replace (literal or regex pattern), Prepend, Strip, Precompiled (precompiled.h),
+// Lowercase, StripAccents, Replace (literal or regex pattern), Prepend, Strip, Precompiled (precompiled.h),
 // Sequence.
 #pragma once
 

@@ -21,12 +21,14 @@ class TemplatePostProcessor final : public PostProcessor {
     // Empty: no pair template. Without special tokens the sequences keep their template type
     // ids (as `tokenizers` does for every processor: RoBERTa's B stays 0).
     std::vector<Piece> pair;
+    OffsetTrim trim;
   };
   explicit TemplatePostProcessor(Templates t) : t_(std::move(t)) {
     for (const Piece& p : t_.single) num_special_ += p.ids.size();
     for (const Piece& p : t_.pair) num_special_pair_ += p.ids.size();
   }
 
+  OffsetTrim offset_trim() const override { return t_.trim; }
   size_t num_special_tokens() const override { return num_special_; }
   size_t num_special_tokens_pair() const override { return num_special_pair_; }
 
@@ -58,11 +60,13 @@ class TemplatePostProcessor final : public PostProcessor {
     out->ids.insert(out->ids.end(), seq.ids.begin(), seq.ids.end());
     out->type_ids.insert(out->type_ids.end(), seq.ids.size(), type_id);
     out->offsets.insert(out->offsets.end(), seq.offsets.begin(), seq.offsets.end());
+    out->special_tokens_mask.insert(out->special_tokens_mask.end(), seq.ids.size(), 0);
   }
   static void AppendSpecial(const Piece& p, Encoding* out) {
     out->ids.insert(out->ids.end(), p.ids.begin(), p.ids.end());
     out->type_ids.insert(out->type_ids.end(), p.ids.size(), p.type_id);
     out->offsets.insert(out->offsets.end(), p.ids.size(), {0u, 0u});
+    out->special_tokens_mask.insert(out->special_tokens_mask.end(), p.ids.size(), 1);
   }
 
   Templates t_;
@@ -162,7 +166,6 @@ Status ParseTemplates(JsonElement json, std::string_view where, Templates* t) {
   b.type_id = 1;
   if (type == "TemplateProcessing") return ParseTemplate(o, ctx, t);
   if (type == "BertProcessing" || type == "RobertaProcessing") {
-    // RobertaProcessing's trim_offsets / add_prefix_space change offsets only.
     Piece cls, sep;
     ORCHID_RETURN_IF_ERROR(ParseBertSpecial(o, "cls", ctx, &cls));
     ORCHID_RETURN_IF_ERROR(ParseBertSpecial(o, "sep", ctx, &sep));
@@ -172,6 +175,11 @@ Status ParseTemplates(JsonElement json, std::string_view where, Templates* t) {
       sep1.type_id = 1;
       t->pair = {cls, a, sep, b, sep1};  // type ids 0 … 0 1 … 1
     } else {
+      // trim_offsets / add_prefix_space change offsets only (both default to true).
+      t->trim.enabled = true;
+      t->trim.add_prefix_space = true;
+      ORCHID_RETURN_IF_ERROR(ReadBool(o, "trim_offsets", ctx, &t->trim.enabled));
+      ORCHID_RETURN_IF_ERROR(ReadBool(o, "add_prefix_space", ctx, &t->trim.add_prefix_space));
       Piece b0 = b;
       b0.type_id = 0;
       t->pair = {cls, a, sep, sep, b0, sep};  // RoBERTa: type ids all 0
@@ -181,6 +189,10 @@ Status ParseTemplates(JsonElement json, std::string_view where, Templates* t) {
   if (type == "ByteLevel") {  // trim_offsets changes offsets only; no tokens are added
     t->single = {a};
     t->pair = {a, b};
+    t->trim.enabled = true;
+    t->trim.add_prefix_space = true;
+    ORCHID_RETURN_IF_ERROR(ReadBool(o, "trim_offsets", ctx, &t->trim.enabled));
+    ORCHID_RETURN_IF_ERROR(ReadBool(o, "add_prefix_space", ctx, &t->trim.add_prefix_space));
     return Status::Ok();
   }
   if (type == "Sequence") {
@@ -192,16 +204,20 @@ Status ParseTemplates(JsonElement json, std::string_view where, Templates* t) {
     t->single = {a};
     t->pair = {a, b};
     bool have_specials = false;
+    OffsetTrim trim;  // a trimming step (ByteLevel) trims whatever else the sequence does
     size_t k = 0;
     for (JsonElement item : items) {
       Templates inner;
       ORCHID_RETURN_IF_ERROR(ParseTemplates(item, StrCat({ctx, "[", std::to_string(k++), "]"}), &inner));
+      if (inner.trim.enabled) trim = inner.trim;
+      t->trim = trim;
       if (inner.single.size() == 1 && inner.pair.size() == 2) continue;
       if (have_specials) {
         return JsonError(ctx, "more than one processor adding special tokens is not supported");
       }
       have_specials = true;
       *t = std::move(inner);
+      t->trim = trim;
     }
     return Status::Ok();
   }

@@ -215,6 +215,64 @@ class WhitespaceSplitPreTokenizer final : public PreTokenizer {
   }
 };
 
+// Whitespace: the reference's \w+|[^\w\s]+ (a Rust `regex` crate regex, not Oniguruma: its \w
+// leaves out ² ³ ½), keeping the matches: maximal runs of word characters and maximal runs of
+// other non-space characters.
+class WhitespacePreTokenizer final : public PreTokenizer {
+ public:
+  void PreTokenize(const NormalizedText& normalized, Span range,
+                   std::vector<Span>* words) const override {
+    enum Kind : uint8_t { kWordRun, kSpaceRun, kOtherRun };
+    const std::string_view text = normalized.text;
+    size_t i = range.begin;
+    size_t start = i;
+    Kind current = kSpaceRun;
+    auto close = [&](size_t at) {
+      if (current != kSpaceRun && at > start) {
+        words->push_back({static_cast<uint32_t>(start), static_cast<uint32_t>(at)});
+      }
+    };
+    while (i < range.end) {
+      size_t next = i;
+      char32_t cp = 0;
+      if (!DecodeUtf8(text, &next, &cp)) {  // cannot happen: text is valid UTF-8
+        next = i + 1;
+        cp = 0xFFFD;
+      }
+      const Kind kind = IsWordChar(cp) ? kWordRun : IsWhiteSpace(cp) ? kSpaceRun : kOtherRun;
+      if (kind != current) {
+        close(i);
+        start = i;
+        current = kind;
+      }
+      i = next;
+    }
+    close(range.end);
+  }
+};
+
+// Matches every single character for which `Predicate` holds (the reference's Split with a
+// char -> bool pattern: one match per character, Contiguous / Merged* combine them).
+template <bool (*Predicate)(char32_t)>
+class CharPattern final : public SplitPattern {
+ public:
+  void FindMatches(std::string_view text, Span range, std::vector<Span>* matches) const override {
+    size_t i = range.begin;
+    while (i < range.end) {
+      size_t next = i;
+      char32_t cp = 0;
+      if (!DecodeUtf8(text, &next, &cp)) {  // cannot happen: text is valid UTF-8
+        next = i + 1;
+        cp = 0xFFFD;
+      }
+      if (Predicate(cp)) {
+        matches->push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(next)});
+      }
+      i = next;
+    }
+  }
+};
+
 enum class PrependScheme { kAlways, kFirst, kNever };
 
 // Metaspace: spaces become `replacement` (▁), which is prepended to each piece (always, or
@@ -424,6 +482,23 @@ Result<std::unique_ptr<PreTokenizer>> MakePreTokenizer(JsonElement json, std::st
     }
     return std::unique_ptr<PreTokenizer>(
         std::make_unique<MetaspacePreTokenizer>(std::string(replacement), ps, split));
+  }
+  if (type == "Whitespace") {
+    return std::unique_ptr<PreTokenizer>(std::make_unique<WhitespacePreTokenizer>());
+  }
+  if (type == "Punctuation") {  // ASCII punctuation | P*, as BertPreTokenizer's
+    std::string_view behavior = "Isolated";
+    ORCHID_RETURN_IF_ERROR(ReadString(o, "behavior", ctx, &behavior, false));
+    ORCHID_ASSIGN_OR_RETURN(SplitBehavior b, ParseBehavior(behavior, ctx));
+    return std::unique_ptr<PreTokenizer>(std::make_unique<SplitPreTokenizer>(
+        std::make_unique<CharPattern<IsBertPunctuation>>(), b, false));
+  }
+  if (type == "Digits") {
+    bool individual = false;
+    ORCHID_RETURN_IF_ERROR(ReadBool(o, "individual_digits", ctx, &individual));
+    return std::unique_ptr<PreTokenizer>(std::make_unique<SplitPreTokenizer>(
+        std::make_unique<CharPattern<IsNumeric>>(),
+        individual ? SplitBehavior::kIsolated : SplitBehavior::kContiguous, false));
   }
   if (type == "WhitespaceSplit") {
     return std::unique_ptr<PreTokenizer>(std::make_unique<WhitespaceSplitPreTokenizer>());

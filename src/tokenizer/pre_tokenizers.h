@@ -1,6 +1,7 @@
 // Pre-tokenizers (tokenizer.json "pre_tokenizer"). Supported: BertPreTokenizer, Split (literal
 // or regex pattern, every behavior, invert; see split_patterns.h), ByteLevel (add_prefix_space,
-// use_regex), Metaspace (replacement, prepend_scheme, split), WhitespaceSplit, Sequence.
+// use_regex), Metaspace (replacement, prepend_scheme, split), Whitespace, WhitespaceSplit,
+// Punctuation (behavior), Digits (individual_digits), Sequence.
 #pragma once
 
 #include <memory>

@@ -3,6 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <optional>
 #include <string>
 
 #include "tokenizer/json_util.h"
@@ -182,6 +183,76 @@ class ScannerPattern final : public SplitPattern {
   ScannerKind kind_;
 };
 
+// Rewrites the class escapes whose members Oniguruma and PCRE2 disagree on (\p{L} \p{N} \s \w
+// \d, their negations \P{…} \S \W \D, also inside [...]) into explicit PCRE2 classes holding
+// the reference's members (regex_tables.inc): PCRE2's Unicode tables are of another version,
+// and its \w leaves out the marks (Mn, Mc) that Oniguruma's includes. Other escapes, and the
+// rest of the syntax, are the same in both engines and pass through.
+std::string SpellOutClasses(std::string_view regex) {
+  std::string out;
+  out.reserve(regex.size());
+  bool in_class = false;
+  for (size_t i = 0; i < regex.size(); ++i) {
+    const char c = regex[i];
+    if (c == '\\' && i + 1 < regex.size()) {
+      const char e = regex[i + 1];
+      std::optional<RegexClassSet> set;
+      bool negated = false;
+      size_t consumed = 2;
+      switch (e) {
+        case 'w': case 'W': set = RegexClassSet::kWord; negated = e == 'W'; break;
+        case 's': case 'S': set = RegexClassSet::kSpace; negated = e == 'S'; break;
+        case 'd': case 'D': set = RegexClassSet::kDigit; negated = e == 'D'; break;
+        case 'p': case 'P': {
+          const std::string_view rest = regex.substr(i + 2);
+          negated = e == 'P';
+          if (rest.substr(0, 3) == "{L}") {
+            set = RegexClassSet::kLetter;
+          } else if (rest.substr(0, 3) == "{N}") {
+            set = RegexClassSet::kNumber;
+          }
+          consumed = 5;
+          break;
+        }
+        default: break;
+      }
+      if (!set) {  // any other escape: copied with its escaped character
+        out.append(regex.substr(i, 2));
+        ++i;
+        continue;
+      }
+      if (in_class) {
+        AppendPcre2ClassItems(*set, negated, true, &out);
+      } else {
+        out += negated ? "[^" : "[";
+        AppendPcre2ClassItems(*set, false, false, &out);
+        out += ']';
+      }
+      i += consumed - 1;
+      continue;
+    }
+    if (!in_class && c == '[') {
+      in_class = true;
+      out += c;
+      // A ']' right after '[' or '[^' is a literal member, not the end of the class.
+      if (i + 1 < regex.size() && regex[i + 1] == '^') out += regex[++i];
+      if (i + 1 < regex.size() && regex[i + 1] == ']') out += regex[++i];
+      continue;
+    }
+    if (in_class && c == '[' && i + 1 < regex.size() && regex[i + 1] == ':') {  // [:alpha:]
+      const size_t close = regex.find(":]", i + 2);
+      if (close != std::string_view::npos) {
+        out.append(regex.substr(i, close + 2 - i));
+        i = close + 1;
+        continue;
+      }
+    }
+    if (in_class && c == ']') in_class = false;
+    out += c;
+  }
+  return out;
+}
+
 class Pcre2Pattern final : public SplitPattern {
  public:
   ~Pcre2Pattern() override {
@@ -191,7 +262,8 @@ class Pcre2Pattern final : public SplitPattern {
   Status Compile(std::string_view regex) {
     int error = 0;
     PCRE2_SIZE offset = 0;
-    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(regex.data()), regex.size(),
+    const std::string spelled = SpellOutClasses(regex);
+    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(spelled.data()), spelled.size(),
                           PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &error, &offset, nullptr);
     if (code_ == nullptr) {
       PCRE2_UCHAR message[256];

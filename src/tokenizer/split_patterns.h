@@ -3,8 +3,10 @@
 //
 // The GPT-2, Qwen2/3 and Llama-3 split regexes are recognized by their exact text and run
 // through a hand-written scanner (split_patterns.cpp) with the reference's own character
-// classes; every other regex runs through PCRE2 with JIT (PCRE2's Unicode tables, which may
-// differ from the reference's Oniguruma on rare code points).
+// classes; every other regex runs through PCRE2 with JIT, its \p{L} \p{N} \s \w \d (and
+// negations) spelled out as classes of the reference's members. Other Unicode properties
+// (\p{M}, \p{Lu}, …) and \b use PCRE2's own tables, which may differ from Oniguruma's on rare
+// code points.
 //
 // Thread safety: immutable after construction; FindMatches may run on many threads at once.
 #pragma once

@@ -88,6 +88,8 @@ class PipelineTokenizer final : public Tokenizer {
     }
     vocab_size_ = model_->vocab_size();
     for (const tok::AddedToken& t : added_.tokens()) vocab_size_ = std::max(vocab_size_, t.id + 1);
+    if (post_processor_) trim_ = post_processor_->offset_trim();
+    if (trim_.enabled) BuildTrimTables();
     return Status::Ok();
   }
 
@@ -97,12 +99,14 @@ class PipelineTokenizer final : public Tokenizer {
     thread_local Scratch s;
     ORCHID_RETURN_IF_ERROR(EncodeSequence(text, &s.seq, &s));
     Truncate(options, &s.seq);
+    TrimOffsets(text, &s.seq);
     if (post_processor_) {
       post_processor_->Process(s.seq, options.add_special_tokens, out);
     } else {
       out->ids = s.seq.ids;
       out->type_ids.assign(s.seq.ids.size(), 0);
       out->offsets = s.seq.offsets;
+      out->special_tokens_mask.assign(s.seq.ids.size(), 0);
     }
     return Status::Ok();
   }
@@ -114,6 +118,8 @@ class PipelineTokenizer final : public Tokenizer {
     ORCHID_RETURN_IF_ERROR(EncodeSequence(a, &s.seq, &s));
     ORCHID_RETURN_IF_ERROR(EncodeSequence(b, &s.seq_b, &s));
     ORCHID_RETURN_IF_ERROR(TruncatePair(options, &s.seq, &s.seq_b));
+    TrimOffsets(a, &s.seq);
+    TrimOffsets(b, &s.seq_b);
     if (post_processor_) {
       if (!post_processor_->ProcessPair(s.seq, s.seq_b, options.add_special_tokens, out)) {
         return Status::InvalidArgument("the tokenizer's post-processor has no pair template");
@@ -125,6 +131,7 @@ class PipelineTokenizer final : public Tokenizer {
       out->type_ids.resize(out->ids.size(), 1);
       out->offsets = s.seq.offsets;
       out->offsets.insert(out->offsets.end(), s.seq_b.offsets.begin(), s.seq_b.offsets.end());
+      out->special_tokens_mask.assign(out->ids.size(), 0);
     }
     return Status::Ok();
   }
@@ -217,6 +224,66 @@ class PipelineTokenizer final : public Tokenizer {
                                                        uint32_t e) {
     if (b >= e) return {0, 0};
     return {n.begin[b], n.end[e - 1]};
+  }
+
+  // For trim_offsets: how many leading / trailing characters of each token's string are
+  // spaces (Ġ, the byte-level space, or whitespace), capped at 255.
+  void BuildTrimTables() {
+    leading_spaces_.assign(static_cast<size_t>(vocab_size_), 0);
+    trailing_spaces_.assign(static_cast<size_t>(vocab_size_), 0);
+    std::vector<char32_t> cps;
+    for (int32_t id = 0; id < vocab_size_; ++id) {
+      const std::optional<std::string_view> token = IdToToken(id);
+      if (!token) continue;
+      cps.clear();
+      size_t i = 0;
+      char32_t cp = 0;
+      while (i < token->size()) {
+        if (!tok::DecodeUtf8(*token, &i, &cp)) {
+          cp = 0xFFFD;
+          ++i;
+        }
+        cps.push_back(cp);
+      }
+      auto space = [](char32_t c) { return c == 0x120 || tok::IsWhiteSpace(c); };
+      size_t lead = 0;
+      while (lead < cps.size() && space(cps[lead])) ++lead;
+      size_t trail = 0;
+      while (trail < cps.size() && space(cps[cps.size() - 1 - trail])) ++trail;
+      leading_spaces_[static_cast<size_t>(id)] = static_cast<uint8_t>(std::min<size_t>(lead, 255));
+      trailing_spaces_[static_cast<size_t>(id)] = static_cast<uint8_t>(std::min<size_t>(trail, 255));
+    }
+  }
+
+  // `tokenizers`' process_offsets (ByteLevel / RobertaProcessing trim_offsets). The reference
+  // works in character offsets of the input, so the counts step over characters of `text`.
+  void TrimOffsets(std::string_view text, tok::TokenSequence* seq) const {
+    if (!trim_.enabled) return;
+    for (size_t i = 0; i < seq->ids.size(); ++i) {
+      const auto id = static_cast<size_t>(seq->ids[i]);
+      if (id >= leading_spaces_.size()) continue;
+      size_t lead = leading_spaces_[id];
+      const size_t trail = trailing_spaces_[id];
+      if (lead == 0 && trail == 0) continue;
+      auto& [b, e] = seq->offsets[i];
+      if (lead > 0) {
+        const bool is_first = i == 0 || b == 0;
+        if (is_first && trim_.add_prefix_space && lead == 1) lead = 0;
+        for (size_t k = 0; k < lead && b < e; ++k) {
+          b += static_cast<uint32_t>(tok::Utf8SeqLength(static_cast<unsigned char>(text[b])));
+        }
+        b = std::min(b, e);
+      }
+      if (trail > 0) {
+        uint32_t p = e;
+        size_t k = 0;
+        for (; k < trail && p > 0; ++k) {
+          --p;
+          while (p > 0 && (static_cast<unsigned char>(text[p]) & 0xC0) == 0x80) --p;
+        }
+        if (k == trail) e = std::max(p, b);  // the reference: only when offsets.1 >= trailing
+      }
+    }
   }
 
   // Pre-tokenizes normalized[range) and runs the model on each word.
@@ -328,6 +395,9 @@ class PipelineTokenizer final : public Tokenizer {
   std::string decoder_error_;  // why the decoder could not be built (Decode reports it)
   std::unordered_set<std::string> special_tokens_;
   int32_t vocab_size_ = 0;
+  tok::OffsetTrim trim_;
+  std::vector<uint8_t> leading_spaces_;  // per id, for trim_offsets (BuildTrimTables)
+  std::vector<uint8_t> trailing_spaces_;
 };
 
 Result<std::unique_ptr<Tokenizer>> Build(simdjson::dom::parser& parser,

@@ -40,10 +40,14 @@ struct Encoding {
   std::vector<int32_t> type_ids;
   // Byte offsets [begin, end) into the input text; (0, 0) for special tokens.
   std::vector<std::pair<uint32_t, uint32_t>> offsets;
+  // 1 for the tokens the post-processor added ([CLS], [SEP], …), 0 for the text's own tokens
+  // (added tokens matched in the text included), as `tokenizers`' special_tokens_mask.
+  std::vector<uint8_t> special_tokens_mask;
   void clear() {
     ids.clear();
     type_ids.clear();
     offsets.clear();
+    special_tokens_mask.clear();
   }
 };
 

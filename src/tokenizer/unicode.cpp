@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <iterator>
 #include <vector>
@@ -53,6 +54,9 @@ enum : uint16_t {
   kRegexLetter = 64,
   kRegexNumber = 128,
   kRegexSpace = 256,
+  kPerlWord = 512,
+  kNumeric = 1024,
+  kCombiningMark = 2048,
 };
 
 // One flag byte per BMP code point, built once from the range tables.
@@ -73,6 +77,9 @@ struct BmpFlags {
     mark(kRegexLetterRanges, kRegexLetter);
     mark(kRegexNumberRanges, kRegexNumber);
     mark(kRegexSpaceRanges, kRegexSpace);
+    mark(kPerlWordRanges, kPerlWord);
+    mark(kNumericRanges, kNumeric);
+    mark(kCombiningMarkRanges, kCombiningMark);
   }
 };
 
@@ -202,6 +209,52 @@ RegexClass ClassifyForRegex(char32_t cp) {
   return RegexClass::kOther;
 }
 
+void AppendPcre2ClassItems(RegexClassSet set, bool negated, bool in_class, std::string* out) {
+  const CodepointRange* first = nullptr;
+  size_t n = 0;
+  auto use = [&](const auto& table) {
+    first = std::begin(table);
+    n = std::size(table);
+  };
+  switch (set) {
+    case RegexClassSet::kLetter: use(kRegexLetterRanges); break;
+    case RegexClassSet::kNumber: use(kRegexNumberRanges); break;
+    case RegexClassSet::kSpace: use(kRegexSpaceRanges); break;
+    case RegexClassSet::kWord:
+      if (in_class) {
+        use(kRegexWordInClassRanges);
+      } else {
+        use(kRegexWordRanges);
+      }
+      break;
+    case RegexClassSet::kDigit: use(kRegexDigitRanges); break;
+  }
+  char buf[48];
+  auto item = [&](char32_t a, char32_t b) {
+    if (a > b) return;
+    const int len = a == b ? std::snprintf(buf, sizeof(buf), "\\x{%X}", static_cast<unsigned>(a))
+                           : std::snprintf(buf, sizeof(buf), "\\x{%X}-\\x{%X}",
+                                           static_cast<unsigned>(a), static_cast<unsigned>(b));
+    out->append(buf, static_cast<size_t>(len));
+  };
+  // PCRE2 in UTF mode refuses surrogate code points in a class: leave them out.
+  auto item_without_surrogates = [&](char32_t a, char32_t b) {
+    if (b < 0xD800 || a > 0xDFFF) return item(a, b);
+    item(a, 0xD7FF);
+    item(0xE000, b);
+  };
+  if (!negated) {
+    for (size_t i = 0; i < n; ++i) item_without_surrogates(first[i].first, first[i].last);
+    return;
+  }
+  char32_t next = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (first[i].first > next) item_without_surrogates(next, first[i].first - 1);
+    next = first[i].last + 1;
+  }
+  if (next <= 0x10FFFF) item_without_surrogates(next, 0x10FFFF);
+}
+
 bool MayComposeWithPrevious(char32_t cp) {
   if (cp < 0x300) return false;
   if ((cp >= 0x1161 && cp <= 0x1175) || (cp >= 0x11A8 && cp <= 0x11C2)) return true;  // Hangul V, T
@@ -221,7 +274,12 @@ int DecomposeCompatibility(char32_t cp, char32_t* out, int capacity) {
     out[0] = cp;
     return 1;
   }
-  // Characters whose canonical decomposition the reference has differently (newer Unicode).
+  // Characters whose compatibility or canonical decomposition the reference has differently
+  // (newer Unicode).
+  if (const CodepointMapping* m = FindMapping(kNfkdExceptions, cp); m != nullptr && m->n <= capacity) {
+    for (int i = 0; i < m->n; ++i) out[i] = m->to[i];
+    return m->n;
+  }
   if (const CodepointMapping* m = FindMapping(kNfdExceptions, cp); m != nullptr && m->n <= capacity) {
     for (int i = 0; i < m->n; ++i) out[i] = m->to[i];
     return m->n;
@@ -297,31 +355,14 @@ int ToLowercase(char32_t cp, char32_t* out) {
 }
 
 bool IsWordChar(char32_t cp) {
-  if (cp < 0x80) {
-    return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9') ||
-           cp == '_';
-  }
-  if (cp == 0x200C || cp == 0x200D || (cp >= 0x24B6 && cp <= 0x24E9) ||
-      (cp >= 0x1F130 && cp <= 0x1F149) || (cp >= 0x1F150 && cp <= 0x1F169) ||
-      (cp >= 0x1F170 && cp <= 0x1F189)) {
-    return true;
-  }
-  switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
-    case UTF8PROC_CATEGORY_LU:
-    case UTF8PROC_CATEGORY_LL:
-    case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO:
-    case UTF8PROC_CATEGORY_MN:
-    case UTF8PROC_CATEGORY_MC:
-    case UTF8PROC_CATEGORY_ME:
-    case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL:
-    case UTF8PROC_CATEGORY_PC:
-      return true;
-    default:
-      return false;
-  }
+  return cp < 0x10000 ? (Bmp().flags[cp] & kPerlWord) != 0 : InRanges(kPerlWordRanges, cp);
+}
+bool IsNumeric(char32_t cp) {
+  return cp < 0x10000 ? (Bmp().flags[cp] & kNumeric) != 0 : InRanges(kNumericRanges, cp);
+}
+bool IsCombiningMark(char32_t cp) {
+  return cp < 0x10000 ? (Bmp().flags[cp] & kCombiningMark) != 0
+                      : InRanges(kCombiningMarkRanges, cp);
 }
 
 const char* TablesUtf8procVersion() { return kTablesUtf8procVersion; }

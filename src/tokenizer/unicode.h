@@ -30,15 +30,28 @@ bool IsMarkNonspacing(char32_t cp);    // Mn
 bool IsWhiteSpace(char32_t cp);        // Rust char::is_whitespace (White_Space)
 bool IsChineseChar(char32_t cp);       // BertNormalizer's CJK ideograph ranges
 int CombiningClass(char32_t cp);       // canonical combining class (0 = starter)
-// Regex `\w` (Unicode) as Rust's regex crate has it, approximated from utf8proc: letters,
-// marks, decimal digits, letter numbers, connector punctuation, joiners, and the circled /
-// squared letters that are Alphabetic. Used for added tokens' single_word matching.
+// Regex `\w` as Rust's regex crate has it (Alphabetic, M, Nd, Pc, Join_Control in its Unicode
+// version; table probed from the reference by gen_regex_tables.py). The reference uses that
+// crate for added tokens' single_word and for the Whitespace pre-tokenizer's \w+|[^\w\s]+
+// (its \s is White_Space, IsWhiteSpace). Oniguruma's \w, in Split regexes, differs (² ³ ½).
 bool IsWordChar(char32_t cp);
+// Rust char::is_numeric (Nd | Nl | No in Rust's Unicode version): the Digits pre-tokenizer.
+bool IsNumeric(char32_t cp);
+// General category M (Mn | Mc | Me) as the reference's unicode-normalization crate has it: the
+// StripAccents normalizer removes exactly these.
+bool IsCombiningMark(char32_t cp);
 
 // \p{L}, \p{N}, \s and everything else, as the reference's regex engine (Oniguruma) classifies
 // code points (tables probed by gen_regex_tables.py).
 enum class RegexClass : uint8_t { kLetter, kNumber, kSpace, kOther };
 RegexClass ClassifyForRegex(char32_t cp);
+
+// The classes a Split regex run by PCRE2 gets from the reference's tables instead of PCRE2's
+// own (Oniguruma's \p{L}, \p{N}, \s, \w, \d): appends the members (or, negated, every other
+// scalar value) as PCRE2 character-class items, "\x{41}-\x{5A}\x{61}-\x{7A}…", without the
+// brackets. in_class: the escape stands inside [...], where Oniguruma's \w differs (² ³ ½ …).
+enum class RegexClassSet : uint8_t { kLetter, kNumber, kSpace, kWord, kDigit };
+void AppendPcre2ClassItems(RegexClassSet set, bool negated, bool in_class, std::string* out);
 
 // Whether cp might combine with what precedes it under NFC (a non-starter, a mark, a Hangul
 // vowel or trailing consonant): text can be cut into independently normalized segments

@@ -75,7 +75,7 @@ def request_seeds():
 
 
 def tokenizer_json_seeds():
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "man", "is", "play", "##ing", "the",
              "guitar", ".", ",", "##s", "h", "##e", "##l", "##o"]
@@ -100,7 +100,7 @@ def tokenizer_json_seeds():
     t = Tokenizer(models.BPE(vocab, merges))
     t.normalizer = normalizers.NFC()
     t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    t.post_processor = processors.ByteLevel(trim_offsets=False)
+    t.post_processor = processors.ByteLevel(trim_offsets=True)
     t.decoder = decoders.ByteLevel()
     t.add_special_tokens(["<|endoftext|>"])
     put("tokenizer_json_fuzz", t.to_str())
@@ -120,6 +120,16 @@ def tokenizer_json_seeds():
     t.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
     t.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 1))
     t.decoder = decoders.Metaspace()
+    put("tokenizer_json_fuzz", t.to_str())
+
+    # The pre-tokenizers and normalizers matched by character classes, single_word, trim_offsets.
+    t = Tokenizer(models.WordPiece({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    t.normalizer = normalizers.Sequence([normalizers.NFKD(), normalizers.StripAccents(), normalizers.Lowercase()])
+    t.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Whitespace(), pre_tokenizers.Punctuation("merged_with_next"),
+        pre_tokenizers.Digits(individual_digits=True)])
+    t.post_processor = processors.RobertaProcessing(("[SEP]", 3), ("[CLS]", 2), trim_offsets=True)
+    t.add_tokens([AddedToken("man", single_word=True)])
     put("tokenizer_json_fuzz", t.to_str())
 
 

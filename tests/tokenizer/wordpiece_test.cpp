@@ -311,8 +311,8 @@ TEST(WordPieceTokenizer, UnsupportedComponentsAreNamed) {
   };
   const std::vector<Case> cases = {
       {TinyJson(R"({"type":"Nmt"})", "null", kWordPiece, "null"), "unsupported normalizer type \"Nmt\""},
-      {TinyJson("null", R"({"type":"Digits"})", kWordPiece, "null"),
-       "unsupported pre-tokenizer type \"Digits\""},
+      {TinyJson("null", R"({"type":"UnicodeScripts"})", kWordPiece, "null"),
+       "unsupported pre-tokenizer type \"UnicodeScripts\""},
       {TinyJson("null", "null", R"({"type":"WordLevel","vocab":{}})", "null"),
        "unsupported model type \"WordLevel\""},
       {TinyJson("null", "null", kWordPiece, R"({"type":"BogusProcessing"})"),

@@ -1,0 +1,132 @@
+"""`orchid tokenize` against Hugging Face `tokenizers` for single components swapped into real
+models: NFKC / NFKD, StripAccents, the Whitespace / Punctuation / Digits pre-tokenizers, Split
+regexes that are not hand-scanned (PCRE2), added tokens' single_word, and ByteLevel /
+RobertaProcessing trim_offsets.
+
+The tokenizer.json files are built by the reference library itself
+(tests/fixtures/tokenizer/make_components.py) into a temporary directory. Compared live: ids over
+every STS-B sentence (both columns, 11 languages, all splits) + all edge cases (edge_cases.py);
+byte offsets (--offsets) over every 7th STS-B sentence + the edge cases; and, for the
+components whose character classes come from generated tables, a sweep of every Unicode scalar
+value.
+
+Env: ORCHID_BIN (default build/orchid).
+"""
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "fixtures" / "tokenizer"))
+from compare import (codepoint_sweep, compare, compare_offsets, reference_tokenizer,  # noqa: E402
+                     run_orchid, stsb_sentences)
+from edge_cases import edge_cases, more_edge_cases  # noqa: E402
+import make_components  # noqa: E402
+
+import tokenizers  # noqa: E402  (a hard dependency: a missing reference must fail, not skip)
+
+ORCHID_BIN = Path(os.environ.get("ORCHID_BIN", REPO / "build" / "orchid"))
+
+# Components whose character classes are probed tables (regex_tables.inc, which PCRE2 regexes
+# get spelled out too): swept over every code point.
+SWEPT = {"wordpiece-split-pcre2-words", "qwen3-split-pcre2-byte-level",
+         "qwen3-split-pcre2-letters-merged-next", "qwen3-split-pcre2-letters-inverted",
+         "wordpiece-nfkc", "wordpiece-nfkd", "wordpiece-nfd-strip-accents",
+         "wordpiece-nfkd-strip-accents-whitespace", "wordpiece-strip-accents-alone", "qwen3-nfkc",
+         "qwen3-nfkd", "wordpiece-whitespace", "wordpiece-punctuation-isolated",
+         "wordpiece-punctuation-merged_with_next", "wordpiece-digits-individual",
+         "wordpiece-digits-contiguous"}
+TRIM = ["qwen3-trim-offsets", "qwen3-roberta-trim-offsets"]
+ID_VARIANTS = [n for n in make_components.VARIANTS if n not in TRIM]
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    assert ORCHID_BIN.exists(), f"no orchid binary at {ORCHID_BIN} (set ORCHID_BIN)"
+    return stsb_sentences() + edge_cases() + more_edge_cases()
+
+
+@pytest.fixture(scope="module")
+def subset(corpus):
+    edges = edge_cases() + more_edge_cases()
+    return corpus[:-len(edges):7] + edges
+
+
+@pytest.fixture(scope="module")
+def variant_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("tokenizer-components")
+
+
+def variant(variant_dir, name):
+    path = variant_dir / f"{name}.json"
+    if not path.exists():
+        make_components.write(name, path)
+    return path
+
+
+def check(request, name, path, texts, ensure_ascii=False):
+    ref_tok = reference_tokenizer(tokenizers, path)
+    ref = [e.ids for e in ref_tok.encode_batch(texts)]
+    ours = run_orchid(ORCHID_BIN, path, texts, ensure_ascii=ensure_ascii)
+    compare(request, name, texts, ours, ref, ref_tok, tokenizers.__version__)
+
+
+def test_variants_use_the_component_under_test(variant_dir):
+    """Guards the generator: each file really holds the component its name says."""
+    expect = {
+        "wordpiece-nfkc": "NFKC", "qwen3-nfkd": "NFKD", "wordpiece-nfd-strip-accents": "StripAccents",
+        "wordpiece-whitespace": '"Whitespace"', "wordpiece-punctuation-contiguous": '"Contiguous"',
+        "wordpiece-digits-individual": '"individual_digits": true',
+        "qwen3-split-pcre2-letters-inverted": '"invert": true', "qwen3-trim-offsets": '"trim_offsets": true',
+        "qwen3-roberta-trim-offsets": "RobertaProcessing",
+    }
+    for name, needle in expect.items():
+        text = json.dumps(json.loads(variant(variant_dir, name).read_text()))
+        assert needle in text, (name, needle)
+
+
+@pytest.mark.parametrize("name", ID_VARIANTS)
+def test_component_ids_exact(request, corpus, variant_dir, name):
+    check(request, f"{name}: stsb+edge", variant(variant_dir, name), corpus)
+
+
+@pytest.mark.parametrize("name", ID_VARIANTS + TRIM)
+def test_component_offsets_exact(request, subset, variant_dir, name):
+    compare_offsets(request, f"{name}: stsb/7+edge, byte offsets", ORCHID_BIN, tokenizers,
+                    variant(variant_dir, name), subset)
+
+
+@pytest.mark.parametrize("name", sorted(SWEPT))
+def test_component_every_codepoint_exact(request, variant_dir, name):
+    check(request, f"{name}: code point sweep", variant(variant_dir, name), codepoint_sweep(), ensure_ascii=True)
+
+
+def single_word_sweep():
+    """Every scalar value right before and right after the single_word token "xq"."""
+    cps = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    return [" ".join(f"{chr(c)}xq xq{chr(c)}" for c in cps[i:i + 64]) for i in range(0, len(cps), 64)]
+
+
+def test_single_word_every_neighbour_exact(request, variant_dir):
+    path = variant(variant_dir, "wordpiece-single-word")
+    xq = reference_tokenizer(tokenizers, path).token_to_id("xq")
+    assert xq is not None
+    texts = single_word_sweep()
+    check(request, "wordpiece-single-word: code point neighbours", path, texts, ensure_ascii=True)
+    # The sweep must exercise both outcomes, or it proves nothing.
+    ids = [i for e in reference_tokenizer(tokenizers, path).encode_batch(texts[:40]) for i in e.ids]
+    assert ids.count(xq) > 100, ids.count(xq)
+
+
+@pytest.mark.parametrize("name", TRIM)
+def test_trim_offsets_changes_offsets(subset, variant_dir, name):
+    """trim_offsets must matter on this corpus, or the offsets comparison above proves nothing."""
+    trimmed = reference_tokenizer(tokenizers, variant(variant_dir, name)).encode_batch(subset)
+    untrimmed = reference_tokenizer(tokenizers, make_components.QWEN3).encode_batch(subset,
+                                                                                    add_special_tokens=False)
+    changed = sum(1 for a, b in zip(trimmed, untrimmed)
+                  if [o for o, s in zip(a.offsets, a.special_tokens_mask) if not s] != b.offsets)
+    assert changed > len(subset) // 4, f"trim_offsets changed only {changed} of {len(subset)} texts"
