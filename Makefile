@@ -11,7 +11,7 @@ PORT ?= 8080
 CMAKE_LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache,)
 
 .PHONY: deps venv model build build-asan build-fuzz serve test unit-test asan-test e2e-test fuzz-test \
-  bench bench-tokenizer clean
+  bench bench-tokenizer bench-serving clean
 
 deps:
 	@scripts/install-deps.sh
@@ -68,6 +68,10 @@ bench: build model
 # Tokenizer latency and throughput vs Hugging Face tokenizers and SentencePiece (issue 3).
 bench-tokenizer: deps $(BUILD)/build.ninja model
 	bench/tokenizer/run.sh
+
+# The seed's serving suites: serve vs gateway+worker vs Infinity (issue 4).
+bench-serving: build model
+	bench/serving/run.sh
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)

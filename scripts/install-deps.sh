@@ -6,6 +6,7 @@ PKGS=(
   libboost1.81-dev libsimdjson-dev libopenblas-dev
   libspdlog-dev libfmt-dev libcli11-dev libutf8proc-dev libpcre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus
   clang libclang-rt-14-dev
   python3 python3-venv python3-pip
 )

@@ -9,5 +9,8 @@ namespace orchid::cli {
 
 void RegisterServeCommand(CLI::App& app, int* exit_code);
 void RegisterTokenizeCommand(CLI::App& app, int* exit_code);
+void RegisterWorkerCommand(CLI::App& app, int* exit_code);
+void RegisterGatewayCommand(CLI::App& app, int* exit_code);
+void RegisterBenchCommand(CLI::App& app, int* exit_code);
 
 }  // namespace orchid::cli

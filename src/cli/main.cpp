@@ -9,6 +9,9 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   orchid::cli::RegisterServeCommand(app, &exit_code);
   orchid::cli::RegisterTokenizeCommand(app, &exit_code);
+  orchid::cli::RegisterWorkerCommand(app, &exit_code);
+  orchid::cli::RegisterGatewayCommand(app, &exit_code);
+  orchid::cli::RegisterBenchCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

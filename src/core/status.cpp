@@ -13,6 +13,10 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kCorrupt: return "CORRUPT";
     case StatusCode::kIoError: return "IO_ERROR";
     case StatusCode::kInternal: return "INTERNAL";
+    case StatusCode::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
+    case StatusCode::kCancelled: return "CANCELLED";
+    case StatusCode::kFailedPrecondition: return "FAILED_PRECONDITION";
+    case StatusCode::kUnimplemented: return "UNIMPLEMENTED";
   }
   return "UNKNOWN";
 }

@@ -20,6 +20,10 @@ enum class StatusCode {
   kCorrupt,            // a file is malformed (model / tokenizer / config)
   kIoError,            // the OS refused (open, mmap, read)
   kInternal,           // a bug: an invariant did not hold
+  kDeadlineExceeded,   // the caller's deadline passed before the work was done (504)
+  kCancelled,          // the caller went away (499)
+  kFailedPrecondition, // the system is not in the state the request needs (e.g. wrong model)
+  kUnimplemented,      // a valid request this build does not support (501)
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -40,6 +44,14 @@ class [[nodiscard]] Status {
   static Status Corrupt(std::string m) { return {StatusCode::kCorrupt, std::move(m)}; }
   static Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+  static Status DeadlineExceeded(std::string m) {
+    return {StatusCode::kDeadlineExceeded, std::move(m)};
+  }
+  static Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
+  static Status FailedPrecondition(std::string m) {
+    return {StatusCode::kFailedPrecondition, std::move(m)};
+  }
+  static Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

@@ -38,6 +38,20 @@ ApiError ApiError::FromStatus(const Status& status, std::string param) {
       e.type = "server_error";
       e.code = "unavailable";
       break;
+    case StatusCode::kDeadlineExceeded:
+      e.http_status = 504;
+      e.type = "server_error";
+      e.code = "timeout";
+      break;
+    case StatusCode::kCancelled:
+      e.http_status = 499;
+      e.code = "cancelled";
+      break;
+    case StatusCode::kUnimplemented:
+      e.http_status = 501;
+      e.type = "server_error";
+      e.code = "not_implemented";
+      break;
     default:
       e.http_status = 500;
       e.type = "server_error";

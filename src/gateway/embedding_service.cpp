@@ -1,6 +1,10 @@
 #include "gateway/embedding_service.h"
 
-#include <exception>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <memory>
 #include <utility>
 
@@ -18,13 +22,20 @@ ApiError TooLong(size_t i, size_t n, int max) {
 
 }  // namespace
 
-EmbeddingService::EmbeddingService(const Tokenizer* tokenizer, TokenBudgetScheduler* scheduler,
-                                   std::string served_model_name, Executor completions)
+EmbeddingService::EmbeddingService(const Tokenizer* tokenizer, EmbedBackend* backend,
+                                   std::string served_model_name, Executor completions,
+                                   MetricsRegistry* metrics, int parallelism)
     : tokenizer_(tokenizer),
-      scheduler_(scheduler),
+      backend_(backend),
+      parallelism_(std::max(1, parallelism)),
       model_name_(std::move(served_model_name)),
       completions_(std::move(completions)) {
-  const ModelInfo& info = scheduler_->model_info();
+  if (metrics != nullptr) {
+    tokenize_seconds_ = metrics->GetHistogram("orchid_gateway_tokenize_seconds",
+                                              "Time to tokenize the inputs of one request",
+                                              LatencyBuckets());
+  }
+  const ModelInfo& info = backend_->model_info();
   dim_ = info.hidden_size;
   max_seq_length_ = info.max_seq_length > 0 ? info.max_seq_length : info.max_position_embeddings;
   vocab_size_ = info.vocab_size;
@@ -32,11 +43,55 @@ EmbeddingService::EmbeddingService(const Tokenizer* tokenizer, TokenBudgetSchedu
   normalize_ = info.default_normalize;
 }
 
+void EmbeddingService::SetPrompts(PromptConfig prompts, std::optional<std::string> default_prompt) {
+  prompts_ = std::move(prompts);
+  default_prompt_ = std::move(default_prompt);
+}
+
+std::optional<ApiError> EmbeddingService::SelectPrompt(const EmbeddingsRequest& request,
+                                                       std::string* prefix) const {
+  prefix->clear();
+  if (request.input_type && *request.input_type != "query" && *request.input_type != "document") {
+    return ApiError::InvalidRequest("input_type must be \"query\" or \"document\"", "input_type");
+  }
+  if (request.pretokenized()) {
+    if (request.prompt_name || request.input_type) {
+      return ApiError::InvalidRequest(
+          "prompt_name and input_type apply to text inputs, not token ids", "input");
+    }
+    return std::nullopt;
+  }
+  if (request.prompt_name) {
+    auto it = prompts_.prompts.find(*request.prompt_name);
+    if (it == prompts_.prompts.end()) {
+      std::string names;
+      for (const auto& [name, text] : prompts_.prompts) names += (names.empty() ? "" : ", ") + name;
+      return ApiError::InvalidRequest(
+          "prompt_name `" + *request.prompt_name + "` is not one of this model's prompts (" +
+              (names.empty() ? std::string("it has none") : names) + ")",
+          "prompt_name", "invalid_prompt_name");
+    }
+    *prefix = it->second;
+  } else if (request.input_type) {
+    // A model without a prompt for this type embeds the text as it is (documents usually).
+    if (auto it = prompts_.prompts.find(*request.input_type); it != prompts_.prompts.end()) {
+      *prefix = it->second;
+    }
+  } else if (default_prompt_) {
+    *prefix = *default_prompt_;
+  } else if (!prompts_.default_prompt_name.empty()) {
+    *prefix = prompts_.prompts.at(prompts_.default_prompt_name);
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> EmbeddingService::Tokenize(EmbeddingsRequest* request,
                                                    std::vector<std::vector<int32_t>>* sequences,
                                                    int64_t* tokens) const {
   const size_t max_len = size_t(max_seq_length_);
   *tokens = 0;
+  std::string prefix;
+  if (auto err = SelectPrompt(*request, &prefix)) return err;
   if (request->pretokenized()) {
     *sequences = std::move(request->token_ids);
     for (size_t i = 0; i < sequences->size(); ++i) {
@@ -61,22 +116,74 @@ std::optional<ApiError> EmbeddingService::Tokenize(EmbeddingsRequest* request,
   EncodeOptions options;
   options.add_special_tokens = true;
   options.max_length = request->truncate ? max_len : 0;
-  Encoding encoding;
-  sequences->reserve(request->texts.size());
-  for (size_t i = 0; i < request->texts.size(); ++i) {
-    encoding.clear();
-    const Status st = tokenizer_->Encode(request->texts[i], options, &encoding);
-    if (!st.ok()) {
-      ApiError e = ApiError::FromStatus(st, InputParam(i));
-      if (e.http_status == 400) e.message = InputParam(i) + ": " + e.message;
-      return e;
+  const size_t n = request->texts.size();
+  sequences->assign(n, {});
+  // Inputs [begin, end) into (*sequences)[begin, end); the first failing input's error.
+  auto encode_range = [&](size_t begin, size_t end, int64_t* count) -> std::optional<ApiError> {
+    Encoding encoding;
+    std::string prompted;
+    for (size_t i = begin; i < end; ++i) {
+      encoding.clear();
+      std::string_view text = request->texts[i];
+      if (!prefix.empty()) {
+        prompted.assign(prefix).append(text);
+        text = prompted;
+      }
+      const Status st = tokenizer_->Encode(text, options, &encoding);
+      if (!st.ok()) {
+        ApiError e = ApiError::FromStatus(st, InputParam(i));
+        if (e.http_status == 400) e.message = InputParam(i) + ": " + e.message;
+        return e;
+      }
+      if (encoding.ids.empty()) {
+        return ApiError::InvalidRequest(InputParam(i) + " has no tokens", InputParam(i));
+      }
+      if (encoding.ids.size() > max_len) return TooLong(i, encoding.ids.size(), max_seq_length_);
+      *count += int64_t(encoding.ids.size());
+      (*sequences)[i] = std::move(encoding.ids);
     }
-    if (encoding.ids.empty()) {
-      return ApiError::InvalidRequest(InputParam(i) + " has no tokens", InputParam(i));
-    }
-    if (encoding.ids.size() > max_len) return TooLong(i, encoding.ids.size(), max_seq_length_);
-    *tokens += int64_t(encoding.ids.size());
-    sequences->push_back(std::move(encoding.ids));
+    return std::nullopt;
+  };
+  const size_t slices = std::min(size_t(parallelism_), n / kMinInputsPerSlice);
+  if (slices <= 1) return encode_range(0, n, tokens);
+
+  // Parallel across the inputs of one request: slices of inputs are offered to the pool, and
+  // this thread takes every slice no pool thread has claimed yet, so the request never waits
+  // on a pool that is busy with other requests (it only waits for slices already running).
+  struct Slice {
+    std::atomic<bool> claimed{false};
+    std::optional<ApiError> error;
+    int64_t tokens = 0;
+  };
+  struct Shared {
+    explicit Shared(size_t k) : slices(k) {}
+    std::vector<Slice> slices;
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t finished = 0;
+  };
+  auto shared = std::make_shared<Shared>(slices);
+  // Claims slice k and encodes it; only the winner of the claim touches this frame, and this
+  // frame does not return before every claimed slice has finished.
+  using RangeFn = decltype(encode_range);
+  auto run = [n, slices](Shared& sh, RangeFn& range, size_t k) {
+    if (sh.slices[k].claimed.exchange(true)) return;
+    sh.slices[k].error = range(n * k / slices, n * (k + 1) / slices, &sh.slices[k].tokens);
+    std::lock_guard<std::mutex> lock(sh.mu);
+    ++sh.finished;
+    sh.cv.notify_all();
+  };
+  for (size_t k = 1; k < slices; ++k) {
+    completions_([shared, range = &encode_range, run, k] { run(*shared, *range, k); });
+  }
+  for (size_t k = 0; k < slices; ++k) run(*shared, encode_range, k);
+  {
+    std::unique_lock<std::mutex> lock(shared->mu);
+    shared->cv.wait(lock, [&] { return shared->finished == slices; });
+  }
+  for (Slice& sl : shared->slices) {
+    if (sl.error) return std::move(sl.error);  // the lowest failing input's slice first
+    *tokens += sl.tokens;
   }
   return std::nullopt;
 }
@@ -106,41 +213,33 @@ void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(Embed
   }
   EmbedRequest job;
   int64_t tokens = 0;
+  const auto tokenize_start = std::chrono::steady_clock::now();
   if (auto err = Tokenize(&request, &job.sequences, &tokens)) return fail(std::move(*err));
+  if (tokenize_seconds_ != nullptr && !request.pretokenized()) {
+    tokenize_seconds_->Observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - tokenize_start).count());
+  }
   job.pooling = pooling_;
   job.normalize = request.normalize.value_or(normalize_);
-  const bool truncate_dims = request.dimensions.has_value();
+  job.dimensions = request.dimensions ? dims : 0;
 
   // Shared so that the callback stays copyable (std::function) while owning `done`.
   auto shared_done = std::make_shared<std::function<void(EmbeddingReply)>>(std::move(done));
-  const Status st = scheduler_->Enqueue(
-      std::move(job), [this, shared_done, tokens, dims, truncate_dims](Result<Embeddings> rows) {
-        auto result = std::make_shared<Result<Embeddings>>(std::move(rows));
-        completions_([shared_done, result, tokens, dims, truncate_dims] {
-          EmbeddingReply reply;
-          try {
-            if (!result->ok()) {
-              reply.error = ApiError::FromStatus(result->status());
-            } else {
-              Embeddings& e = result->value();
-              reply.embeddings.rows = e.rows;
-              reply.embeddings.dim = e.dim;
-              reply.embeddings.data = std::move(e.data);
-              reply.prompt_tokens = tokens;
-              if (truncate_dims) TruncateDimensions(&reply.embeddings, dims);
-            }
-          } catch (const std::exception& ex) {
-            reply = EmbeddingReply{};
-            reply.error = ApiError::FromStatus(Status::Internal(ex.what()));
-          }
-          (*shared_done)(std::move(reply));
-        });
-      });
-  if (!st.ok()) {
-    EmbeddingReply reply;
-    reply.error = ApiError::FromStatus(st);
-    (*shared_done)(std::move(reply));
-  }
+  // The backend may answer inline (refused at once) or from its own thread; either way the
+  // reply is built on the completions executor.
+  backend_->Embed(std::move(job), [this, shared_done, tokens](Result<Embeddings> rows) {
+    auto result = std::make_shared<Result<Embeddings>>(std::move(rows));
+    completions_([shared_done, result, tokens] {
+      EmbeddingReply reply;
+      if (!result->ok()) {
+        reply.error = ApiError::FromStatus(result->status());
+      } else {
+        reply.embeddings = std::move(result->value());
+        reply.prompt_tokens = tokens;
+      }
+      (*shared_done)(std::move(reply));
+    });
+  });
 }
 
 }  // namespace orchid

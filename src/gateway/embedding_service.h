@@ -1,6 +1,7 @@
 // EmbeddingService: turns a parsed embeddings request into rows — checks it against the model
-// (served name, vocabulary, maximum length, dimension), tokenizes texts, queues the sequences
-// on the TokenBudgetScheduler and, when they come back, applies `dimensions`.
+// (served name, vocabulary, maximum length, dimension), tokenizes texts and hands the sequences
+// to the EmbedBackend (the in-process scheduler, or gRPC worker replicas), which also applies
+// `dimensions`.
 //
 // Thread safety: Embed() may be called from many threads at once. It tokenizes on the calling
 // thread (so call it from a worker pool, not an io thread) and never waits for the engine.
@@ -14,9 +15,11 @@
 #include "gateway/api_error.h"
 #include "gateway/embeddings_request.h"
 #include "gateway/embeddings_response.h"
+#include "core/metrics.h"
+#include "gateway/embed_backend.h"
 #include "gateway/executor.h"
+#include "models/sentence_transformers.h"
 #include "tokenizer/tokenizer.h"
-#include "worker/token_budget_scheduler.h"
 
 namespace orchid {
 
@@ -28,13 +31,23 @@ struct EmbeddingReply {
 
 class EmbeddingService {
  public:
-  // The tokenizer and scheduler must outlive the service. `completions` runs the second half
-  // of each request (after the engine) off the scheduler thread.
-  EmbeddingService(const Tokenizer* tokenizer, TokenBudgetScheduler* scheduler,
-                   std::string served_model_name, Executor completions);
+  // The tokenizer and backend (and metrics, if given) must outlive the service. `completions`
+  // runs the second half of each request (after the engine) off the backend's threads.
+  // Requests with many texts are tokenized in up to `parallelism` slices at once, on the
+  // calling thread and the completions executor.
+  EmbeddingService(const Tokenizer* tokenizer, EmbedBackend* backend,
+                   std::string served_model_name, Executor completions,
+                   MetricsRegistry* metrics = nullptr, int parallelism = 1);
+
+  // Named prompts (the model's config_sentence_transformers.json) and the server's default
+  // prompt text (--default-prompt; overrides the model's default_prompt_name). Call before the
+  // first Embed().
+  void SetPrompts(PromptConfig prompts, std::optional<std::string> default_prompt);
 
   const std::string& model_name() const { return model_name_; }
   int dim() const { return dim_; }
+  bool healthy() const { return backend_->healthy(); }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
   int max_seq_length() const { return max_seq_length_; }
 
   // Calls `done` exactly once: inline when the request is rejected before queueing, otherwise
@@ -42,12 +55,20 @@ class EmbeddingService {
   void Embed(EmbeddingsRequest request, std::function<void(EmbeddingReply)> done);
 
  private:
+  // The text to put before each input of the request, or the error.
+  std::optional<ApiError> SelectPrompt(const EmbeddingsRequest& request,
+                                       std::string* prefix) const;
   std::optional<ApiError> Tokenize(EmbeddingsRequest* request,
                                    std::vector<std::vector<int32_t>>* sequences,
                                    int64_t* tokens) const;
 
+  static constexpr size_t kMinInputsPerSlice = 16;
+  PromptConfig prompts_;
+  std::optional<std::string> default_prompt_;
   const Tokenizer* tokenizer_;
-  TokenBudgetScheduler* scheduler_;
+  EmbedBackend* backend_;
+  int parallelism_ = 1;
+  Histogram* tokenize_seconds_ = nullptr;
   std::string model_name_;
   Executor completions_;
   int dim_;

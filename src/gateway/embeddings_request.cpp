@@ -119,6 +119,17 @@ std::optional<ApiError> ParseInput(element input, std::string_view name, bool al
   return std::nullopt;
 }
 
+// An optional string field: null leaves it unset.
+std::optional<ApiError> ParseOptionalString(element value, const char* name,
+                                            std::optional<std::string>* out) {
+  if (value.type() == element_type::NULL_VALUE) return std::nullopt;
+  if (value.type() != element_type::STRING) {
+    return ApiError::InvalidRequest(std::string(name) + " must be a string", name);
+  }
+  *out = std::string(std::string_view(value));
+  return std::nullopt;
+}
+
 std::optional<ApiError> ParseBool(element value, const char* name, bool* out) {
   if (value.type() == element_type::NULL_VALUE) return std::nullopt;
   if (value.type() != element_type::BOOL) {
@@ -174,6 +185,10 @@ std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body,
       }
     } else if (key == "truncate") {
       if (auto err = ParseBool(value, "truncate", &out->truncate)) return err;
+    } else if (key == "prompt_name") {
+      if (auto err = ParseOptionalString(value, "prompt_name", &out->prompt_name)) return err;
+    } else if (key == "input_type") {
+      if (auto err = ParseOptionalString(value, "input_type", &out->input_type)) return err;
     }
     // "user" and fields we do not know are accepted and ignored.
   }
@@ -199,6 +214,8 @@ std::optional<ApiError> ParseTeiEmbedRequest(std::string_view body, EmbeddingsRe
       if (auto err = ParseBool(value, "normalize", &normalize)) return err;
     } else if (key == "truncate") {
       if (auto err = ParseBool(value, "truncate", &out->truncate)) return err;
+    } else if (key == "prompt_name") {
+      if (auto err = ParseOptionalString(value, "prompt_name", &out->prompt_name)) return err;
     }
   }
   if (!has_input) return ApiError::InvalidRequest("inputs is required", "inputs");

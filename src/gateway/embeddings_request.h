@@ -22,19 +22,25 @@ struct EmbeddingsRequest {
   std::optional<int64_t> dimensions;  // keep the first N dimensions, then re-normalise
   bool truncate = false;              // cut over-long inputs instead of rejecting them
   std::optional<bool> normalize;      // L2-normalise; unset → the model's own default
+  // Prompt selection (texts only): a named prompt of the model's
+  // config_sentence_transformers.json, or input_type "query" / "document" (the prompt of that
+  // name if the model has one, else none). Neither: the server's default prompt, if any.
+  std::optional<std::string> prompt_name;
+  std::optional<std::string> input_type;
 
   bool pretokenized() const { return !token_ids.empty(); }
   size_t num_inputs() const { return pretokenized() ? token_ids.size() : texts.size(); }
 };
 
 // OpenAI `POST /v1/embeddings`: input (string | [string] | [token id] | [[token id]]), model,
-// encoding_format, dimensions, user (ignored), and our extension `truncate`. Checks JSON types
+// encoding_format, dimensions, user (ignored), and our extensions `truncate`, `prompt_name`,
+// `input_type`. Checks JSON types
 // and shapes only; what depends on the model (its name, vocabulary, maximum length, dimension)
 // is checked by EmbeddingService. Returns the error to send, or nullopt with *out filled.
 std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body, EmbeddingsRequest* out);
 
 // text-embeddings-inference `POST /embed`: {"inputs": str | [str], "normalize": bool = true,
-// "truncate": bool = false}.
+// "truncate": bool = false, "prompt_name": str | null}.
 std::optional<ApiError> ParseTeiEmbedRequest(std::string_view body, EmbeddingsRequest* out);
 
 }  // namespace orchid

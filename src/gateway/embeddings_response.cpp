@@ -7,21 +7,6 @@
 
 namespace orchid {
 
-void TruncateDimensions(EmbeddingMatrix* m, int dims) {
-  std::vector<float> out(size_t(m->rows) * size_t(dims));
-  for (int r = 0; r < m->rows; ++r) {
-    const float* src = m->row(r);
-    float* dst = out.data() + size_t(r) * size_t(dims);
-    double sq = 0;
-    for (int c = 0; c < dims; ++c) sq += double(src[c]) * double(src[c]);
-    const double norm = std::sqrt(sq);
-    const float scale = norm > 0 ? float(1.0 / norm) : 0.0f;
-    for (int c = 0; c < dims; ++c) dst[c] = src[c] * scale;
-  }
-  m->dim = dims;
-  m->data = std::move(out);
-}
-
 std::string WriteOpenAiEmbeddingsResponse(const EmbeddingMatrix& m, EncodingFormat format,
                                           std::string_view model, int64_t prompt_tokens) {
   std::string out;

@@ -15,18 +15,21 @@ namespace orchid {
 // Members are declared so that the server (and its io_context) is destroyed last: tasks still
 // queued on the pool hold connections, which must be released while the io_context exists.
 struct Gateway::Impl {
-  Impl(const Tokenizer* tokenizer, TokenBudgetScheduler* sched, GatewayOptions opts)
+  Impl(const Tokenizer* tokenizer, EmbedBackend* be, GatewayOptions opts)
       : options(std::move(opts)),
-        scheduler(sched),
+        backend(be),
         server(HttpServerOptions{options.host, options.port, options.io_threads,
                                  options.max_body_bytes, std::chrono::seconds(60)},
                [this](HttpRequest request, Reply reply) {
                  Dispatch(std::move(request), std::move(reply));
                }),
         pool(size_t(std::max(1, options.worker_threads))),
-        service(tokenizer, scheduler, options.served_model_name,
-                [this](Task t) { boost::asio::post(pool, std::move(t)); }),
-        router(&service) {}
+        service(tokenizer, backend, options.served_model_name,
+                [this](Task t) { boost::asio::post(pool, std::move(t)); }, options.metrics,
+                options.worker_threads),
+        router(&service, options.metrics) {
+    service.SetPrompts(options.prompts, options.default_prompt);
+  }
 
   // Runs on an io thread: hands the request to the pool, or refuses it once the pool is closing.
   void Dispatch(HttpRequest request, Reply reply) {
@@ -43,7 +46,7 @@ struct Gateway::Impl {
   }
 
   GatewayOptions options;
-  TokenBudgetScheduler* scheduler;
+  EmbedBackend* backend;
   HttpServer server;
   boost::asio::thread_pool pool;
   EmbeddingService service;
@@ -53,9 +56,8 @@ struct Gateway::Impl {
   bool stopped = false;
 };
 
-Gateway::Gateway(const Tokenizer* tokenizer, TokenBudgetScheduler* scheduler,
-                 GatewayOptions options)
-    : impl_(std::make_unique<Impl>(tokenizer, scheduler, std::move(options))) {}
+Gateway::Gateway(const Tokenizer* tokenizer, EmbedBackend* backend, GatewayOptions options)
+    : impl_(std::make_unique<Impl>(tokenizer, backend, std::move(options))) {}
 
 Gateway::~Gateway() { Stop(); }
 
@@ -76,7 +78,7 @@ void Gateway::Stop() {
   impl_->server.WaitIdle(impl_->options.shutdown_grace);
   // Past the grace, what still waits for a batch gets 503; batches on the engine finish. Their
   // replies go through the pool to the io threads, which get a moment to write them.
-  impl_->scheduler->Shutdown(std::chrono::milliseconds(0));
+  impl_->backend->Shutdown(std::chrono::milliseconds(0));
   impl_->pool.join();
   impl_->server.WaitIdle(std::chrono::seconds(5));
   impl_->server.Stop();

@@ -1,22 +1,26 @@
-// Gateway: the HTTP front of `orchid serve` — an HttpServer whose requests are parsed,
-// tokenized and answered on a worker pool, with embeddings computed by a TokenBudgetScheduler.
+// Gateway: the HTTP front of `orchid serve` and `orchid gateway` — an HttpServer whose requests
+// are parsed, tokenized and answered on a worker pool, with embeddings computed by an
+// EmbedBackend (the in-process scheduler, or gRPC worker replicas).
 //
 // Threads: io threads (sockets only), worker threads (JSON, tokenization, reply formatting),
-// and the scheduler's own. Start() once. Stop() (also run by the destructor) stops accepting
+// and the backend's own. Start() once. Stop() (also run by the destructor) stops accepting
 // connections, refuses new requests with 503, gives the requests in progress up to
-// shutdown_grace to be answered, then shuts the scheduler down (what still waits for a batch
-// gets 503; batches on the engine finish), and stops every thread.
+// shutdown_grace to be answered, then shuts the backend down (what still waits gets 503;
+// batches on an engine finish), and stops every thread.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/status.h"
 #include "tokenizer/tokenizer.h"
-#include "worker/token_budget_scheduler.h"
+#include "core/metrics.h"
+#include "gateway/embed_backend.h"
+#include "models/sentence_transformers.h"
 
 namespace orchid {
 
@@ -28,12 +32,15 @@ struct GatewayOptions {
   int worker_threads = 2;
   size_t max_body_bytes = size_t(8) << 20;
   std::chrono::milliseconds shutdown_grace{20000};
+  MetricsRegistry* metrics = nullptr;  // serves GET /metrics when set
+  PromptConfig prompts;                 // the model's named prompts
+  std::optional<std::string> default_prompt;  // --default-prompt
 };
 
 class Gateway {
  public:
-  // `tokenizer` and `scheduler` must outlive the gateway.
-  Gateway(const Tokenizer* tokenizer, TokenBudgetScheduler* scheduler, GatewayOptions options);
+  // `tokenizer`, `backend` and options.metrics must outlive the gateway.
+  Gateway(const Tokenizer* tokenizer, EmbedBackend* backend, GatewayOptions options);
   ~Gateway();
   Gateway(const Gateway&) = delete;
   Gateway& operator=(const Gateway&) = delete;

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "gateway/json_writer.h"
+#include "gateway/tokenize_routes.h"
 
 namespace orchid {
 namespace {
@@ -27,8 +28,24 @@ struct RouteEntry {
 };
 constexpr RouteEntry kRoutes[] = {
     {"/v1/embeddings", "POST"}, {"/embeddings", "POST"}, {"/embed", "POST"},
-    {"/v1/models", "GET"},      {"/health", "GET"},
+    {"/v1/models", "GET"},      {"/health", "GET"},      {"/metrics", "GET"},
+    {"/tokenize", "POST"},      {"/decode", "POST"},
 };
+
+std::string_view PathOf(std::string_view target) {
+  if (const size_t q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
+  if (target.size() > 1 && target.back() == '/') target.remove_suffix(1);
+  return target;
+}
+
+// The route label of a request's metrics: a known path, or "other" (keeps label sets bounded).
+std::string RouteLabel(std::string_view target) {
+  const std::string_view path = PathOf(target);
+  for (const RouteEntry& r : kRoutes) {
+    if (r.path == path) return std::string(path);
+  }
+  return "other";
+}
 
 // Replies at most once, so that a failure after a reply (or a reply after a failure) cannot
 // answer twice on one connection.
@@ -58,13 +75,30 @@ HttpResponse ErrorResponse(const ApiError& error) {
   return r;
 }
 
-Router::Router(EmbeddingService* service)
+Router::Router(EmbeddingService* service, MetricsRegistry* metrics)
     : service_(service),
+      metrics_(metrics),
       created_(std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::system_clock::now().time_since_epoch())
                    .count()) {}
 
 void Router::Handle(HttpRequest request, Reply reply) {
+  if (metrics_ != nullptr) {
+    const std::string route = RouteLabel(request.target);
+    Histogram* seconds = metrics_->GetHistogram(
+        "orchid_http_request_seconds", "HTTP requests: body read to reply handed to the socket",
+        LatencyBuckets(), {{"route", route}});
+    reply = [this, route, seconds, start = std::chrono::steady_clock::now(),
+             inner = std::move(reply)](HttpResponse r) {
+      seconds->Observe(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      metrics_
+          ->GetCounter("orchid_http_requests_total", "HTTP requests by route and status",
+                       {{"route", route}, {"status", std::to_string(r.status)}})
+          ->Inc();
+      inner(std::move(r));
+    };
+  }
   reply = Once(std::move(reply));
   try {
     Route(std::move(request), reply);
@@ -74,9 +108,7 @@ void Router::Handle(HttpRequest request, Reply reply) {
 }
 
 void Router::Route(HttpRequest request, const Reply& reply) {
-  std::string_view path = request.target;
-  if (const size_t q = path.find('?'); q != std::string_view::npos) path = path.substr(0, q);
-  if (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  const std::string_view path = PathOf(request.target);
 
   const RouteEntry* route = nullptr;
   for (const RouteEntry& r : kRoutes) {
@@ -99,10 +131,32 @@ void Router::Route(HttpRequest request, const Reply& reply) {
   }
   if (path == "/health") {
     HttpResponse r;
-    r.body = R"({"status":"ok"})";
+    if (service_->healthy()) {
+      r.body = R"({"status":"ok"})";
+    } else {
+      r.status = 503;
+      r.body = R"({"status":"unavailable","error":"no healthy worker replica"})";
+    }
+    return reply(std::move(r));
+  }
+  if (path == "/metrics") {
+    if (metrics_ == nullptr) {
+      ApiError e = ApiError::InvalidRequest("metrics are not enabled", {}, "not_found");
+      e.http_status = 404;
+      return reply(ErrorResponse(e));
+    }
+    HttpResponse r;
+    r.content_type = MetricsRegistry::kContentType;
+    r.body = metrics_->Render();
     return reply(std::move(r));
   }
   if (path == "/v1/models") return reply(Models());
+  if (path == "/tokenize") {
+    return reply(HandleTokenize(service_->tokenizer(), request.body, kMaxClientBatchSize));
+  }
+  if (path == "/decode") {
+    return reply(HandleDecode(service_->tokenizer(), request.body, kMaxClientBatchSize));
+  }
   if (path == "/embed") return TeiEmbed(std::move(request.body), reply);
   return Embeddings(std::move(request.body), reply);
 }

@@ -3,8 +3,11 @@
 //
 //   POST /v1/embeddings   OpenAI embeddings
 //   POST /embed           text-embeddings-inference embeddings
+//   POST /tokenize        TEI: tokens with ids, text and character offsets
+//   POST /decode          TEI: ids back to text
 //   GET  /v1/models       the one served model
-//   GET  /health          {"status":"ok"}
+//   GET  /health          {"status":"ok"}, or 503 while no worker can take requests
+//   GET  /metrics         Prometheus text format (when a registry is given)
 //
 // Unknown paths answer 404, known paths with another method 405, always with a JSON error body.
 // Thread safety: Handle() may be called from many threads; call it from a worker pool (it
@@ -36,8 +39,11 @@ using Reply = std::function<void(HttpResponse)>;
 
 class Router {
  public:
-  // `service` must outlive the router.
-  explicit Router(EmbeddingService* service);
+  // Inputs per /tokenize or /decode request (OpenAI's limit for embeddings inputs).
+  static constexpr size_t kMaxClientBatchSize = 2048;
+
+  // `service` (and `metrics`, if given) must outlive the router.
+  explicit Router(EmbeddingService* service, MetricsRegistry* metrics = nullptr);
 
   // Calls `reply` exactly once, possibly on another thread (the service's completions executor).
   // An exception while handling becomes a 500 reply.
@@ -50,6 +56,7 @@ class Router {
   HttpResponse Models() const;
 
   EmbeddingService* service_;
+  MetricsRegistry* metrics_;
   int64_t created_;  // reported as the model's "created" time: when the server started
 };
 

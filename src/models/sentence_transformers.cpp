@@ -90,4 +90,29 @@ Result<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::str
   return c;
 }
 
+Result<PromptConfig> ReadPromptConfig(const std::string& dir) {
+  PromptConfig out;
+  Result<JsonFile> f = JsonFile::Read(dir + "/config_sentence_transformers.json");
+  if (!f.ok()) {
+    if (f.status().code() == StatusCode::kNotFound) return out;
+    return f.status();
+  }
+  if (f->Has("prompts")) {
+    simdjson::dom::object prompts;
+    if (f->root()["prompts"].get(prompts)) {
+      return f->FieldError("prompts", "must be an object of name → text");
+    }
+    for (auto [name, text] : prompts) {
+      std::string_view t;
+      if (text.get(t)) return f->FieldError("prompts", "values must be strings");
+      out.prompts[std::string(name)] = std::string(t);
+    }
+  }
+  ORCHID_ASSIGN_OR_RETURN(out.default_prompt_name, f->String("default_prompt_name", ""));
+  if (!out.default_prompt_name.empty() && out.prompts.count(out.default_prompt_name) == 0) {
+    return f->FieldError("default_prompt_name", "names no prompt in \"prompts\"");
+  }
+  return out;
+}
+
 }  // namespace orchid

@@ -3,6 +3,7 @@
 // sentence_bert_config.json (max_seq_length).
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "core/status.h"
@@ -22,5 +23,16 @@ struct SentenceTransformersConfig {
 // no normalisation). Modules we cannot run (Dense, max pooling, several pooling modes at once,
 // ...) are errors naming the file and field, rather than silently different embeddings.
 Result<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::string& dir);
+
+// Named prompts from config_sentence_transformers.json ("prompts": {name: text},
+// "default_prompt_name"), prepended to a text before tokenization, as sentence-transformers'
+// encode(prompt_name=...) does.
+struct PromptConfig {
+  std::map<std::string, std::string> prompts;
+  std::string default_prompt_name;  // empty: none
+};
+
+// Absent file or fields → no prompts. A default_prompt_name that names no prompt is an error.
+Result<PromptConfig> ReadPromptConfig(const std::string& dir);
 
 }  // namespace orchid

@@ -4,12 +4,29 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <string>
 #include <utility>
 
 namespace orchid {
+
+void TruncateDimensions(Embeddings* m, int dims) {
+  const size_t d = size_t(dims);
+  for (int r = 0; r < m->rows; ++r) {
+    const float* src = m->row(r);
+    float* dst = m->data.data() + size_t(r) * d;  // rows move down in place: dst <= src
+    double sq = 0;
+    for (size_t c = 0; c < d; ++c) sq += double(src[c]) * double(src[c]);
+    const double norm = std::sqrt(sq);
+    const float scale = norm > 0 ? float(1.0 / norm) : 0.0f;
+    for (size_t c = 0; c < d; ++c) dst[c] = src[c] * scale;
+  }
+  m->dim = dims;
+  m->data.resize(size_t(m->rows) * d);
+}
 
 namespace {
 
@@ -24,11 +41,36 @@ void Invoke(EmbedCallback& cb, Result<Embeddings> result) {
   }
 }
 
+double SecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 }  // namespace
+
+SchedulerMetrics RegisterSchedulerMetrics(MetricsRegistry* registry) {
+  SchedulerMetrics m;
+  m.batch_sequences = registry->GetHistogram("orchid_scheduler_batch_sequences",
+                                             "Sequences per engine batch",
+                                             ExponentialBuckets(1, 2, 14));
+  m.batch_tokens = registry->GetHistogram("orchid_scheduler_batch_tokens",
+                                          "Tokens per engine batch", ExponentialBuckets(16, 2, 14));
+  m.queue_seconds = registry->GetHistogram(
+      "orchid_scheduler_queue_seconds",
+      "Time from a request's arrival until its first sequence is put in a batch",
+      LatencyBuckets());
+  m.engine_seconds = registry->GetHistogram(
+      "orchid_scheduler_engine_seconds", "Time from submitting a batch until its result is ready",
+      LatencyBuckets());
+  m.dropped_sequences = registry->GetCounter(
+      "orchid_scheduler_dropped_sequences_total",
+      "Sequences dropped before reaching a batch (deadline passed, cancelled, shutdown)");
+  return m;
+}
 
 struct TokenBudgetScheduler::Entry {
   EmbedRequest request;
   EmbedCallback done;
+  std::chrono::steady_clock::time_point enqueued_at;
   size_t next_seq = 0;   // first sequence not yet put in a batch
   size_t rows_done = 0;  // rows routed back so far
   Embeddings out;        // sized when the first rows arrive
@@ -68,9 +110,16 @@ Status TokenBudgetScheduler::Enqueue(EmbedRequest request, EmbedCallback done) {
         "request has " + std::to_string(total) + " tokens, more than the queue holds (" +
         std::to_string(options_.max_queued_tokens) + "); split it into smaller requests");
   }
+  if (request.dimensions < 0) return Status::InvalidArgument("dimensions must not be negative");
+  if (request.dimensions > engine_->info().hidden_size) {
+    return Status::InvalidArgument("dimensions " + std::to_string(request.dimensions) +
+                                   " is more than the model's " +
+                                   std::to_string(engine_->info().hidden_size));
+  }
   auto entry = std::make_shared<Entry>();
   entry->request = std::move(request);
   entry->done = std::move(done);
+  entry->enqueued_at = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return Status::Unavailable("the server is shutting down");
@@ -79,6 +128,7 @@ Status TokenBudgetScheduler::Enqueue(EmbedRequest request, EmbedCallback done) {
                                        " tokens waiting; retry later");
     }
     queued_tokens_ += total;
+    ++queued_requests_;
     inbox_.push_back(std::move(entry));
   }
   cv_.notify_one();
@@ -120,6 +170,27 @@ int64_t TokenBudgetScheduler::queued_tokens() const {
   return queued_tokens_;
 }
 
+int64_t TokenBudgetScheduler::queued_requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queued_requests_;
+}
+
+int TokenBudgetScheduler::batches_in_flight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return batches_in_flight_;
+}
+
+void TokenBudgetScheduler::ExportGauges(MetricsRegistry* registry) const {
+  registry->AddGaugeCallback("orchid_scheduler_queued_tokens", "Tokens waiting for a batch", {},
+                             [this] { return double(queued_tokens()); });
+  registry->AddGaugeCallback("orchid_scheduler_queued_requests",
+                             "Requests with sequences waiting for a batch", {},
+                             [this] { return double(queued_requests()); });
+  registry->AddGaugeCallback("orchid_scheduler_batches_in_flight",
+                             "Batches submitted to the engine and not yet returned", {},
+                             [this] { return double(batches_in_flight()); });
+}
+
 void TokenBudgetScheduler::RunScheduler() {
   using Clock = std::chrono::steady_clock;
   const size_t max_in_flight = size_t(std::max(1, options_.max_batches_in_flight));
@@ -158,13 +229,19 @@ void TokenBudgetScheduler::RunScheduler() {
 // Fails every request still waiting for a batch (their batched parts are dropped on return).
 void TokenBudgetScheduler::FailPending(const Status& status) {
   int64_t dequeued = 0;
+  int64_t dropped = 0;
   for (const std::shared_ptr<Entry>& entry : pending_) {
     const auto& seqs = entry->request.sequences;
     for (size_t i = entry->next_seq; i < seqs.size(); ++i) dequeued += int64_t(seqs[i].size());
+    dropped += int64_t(seqs.size() - entry->next_seq);
+  }
+  if (options_.metrics.dropped_sequences != nullptr && dropped > 0) {
+    options_.metrics.dropped_sequences->Inc(double(dropped));
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     queued_tokens_ -= dequeued;
+    queued_requests_ -= int64_t(pending_.size());
   }
   std::deque<std::shared_ptr<Entry>> failed;
   failed.swap(pending_);
@@ -173,15 +250,18 @@ void TokenBudgetScheduler::FailPending(const Status& status) {
 
 void TokenBudgetScheduler::RunWaiter() {
   for (;;) {
-    LazyResult result;
+    Submitted submitted;
     {
       std::unique_lock<std::mutex> lock(waiter_mu_);
       waiter_cv_.wait(lock, [&] { return !to_wait_.empty() || waiter_stop_; });
       if (to_wait_.empty()) return;
-      result = to_wait_.front();
+      submitted = to_wait_.front();
       to_wait_.pop_front();
     }
-    result.wait();
+    submitted.result.wait();
+    if (options_.metrics.engine_seconds != nullptr) {
+      options_.metrics.engine_seconds->Observe(SecondsSince(submitted.at));
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++completed_batches_;
@@ -197,19 +277,38 @@ void TokenBudgetScheduler::LaunchBatch() {
   std::vector<Slice> slices;
   int64_t batch_tokens = 0;
   int64_t dequeued = 0;  // leaves the queue: batched, or dropped with a failed request
+  int64_t done_requests = 0;  // wholly batched or failed: leave the request count
+  const size_t max_seqs = options_.max_batch_sequences > 0 ? size_t(options_.max_batch_sequences)
+                                                           : std::numeric_limits<size_t>::max();
+  const auto now = std::chrono::steady_clock::now();
   while (!pending_.empty()) {
     std::shared_ptr<Entry> entry = pending_.front();
     auto& seqs = entry->request.sequences;
+    if (!entry->failed) {
+      if (now >= entry->request.deadline) {
+        entry->Fail(Status::DeadlineExceeded("the request's deadline passed while it waited"));
+      } else if (entry->request.cancelled && entry->request.cancelled()) {
+        entry->Fail(Status::Cancelled("the request was cancelled while it waited"));
+      }
+    }
     if (entry->failed) {
       for (size_t i = entry->next_seq; i < seqs.size(); ++i) dequeued += int64_t(seqs[i].size());
+      if (options_.metrics.dropped_sequences != nullptr) {
+        options_.metrics.dropped_sequences->Inc(double(seqs.size() - entry->next_seq));
+      }
+      ++done_requests;
       pending_.pop_front();
       continue;
+    }
+    if (entry->next_seq == 0 && options_.metrics.queue_seconds != nullptr) {
+      options_.metrics.queue_seconds->Observe(SecondsSince(entry->enqueued_at));
     }
     Slice slice{entry, entry->next_seq, 0};
     while (entry->next_seq < seqs.size()) {
       std::vector<int32_t>& seq = seqs[entry->next_seq];
       const int64_t n = int64_t(seq.size());
       if (batch_tokens + n > options_.max_batch_tokens) break;
+      if (size_t(batch.num_sequences()) >= max_seqs) break;
       batch.Add(seq.data(), int(n), entry->request.pooling, entry->request.normalize);
       std::vector<int32_t>().swap(seq);  // the batch has its own copy now
       batch_tokens += n;
@@ -218,19 +317,29 @@ void TokenBudgetScheduler::LaunchBatch() {
     }
     if (slice.count > 0) slices.push_back(std::move(slice));
     if (entry->next_seq < seqs.size()) break;  // budget reached inside this request
+    ++done_requests;
     pending_.pop_front();
   }
   dequeued += batch_tokens;
   {
     std::lock_guard<std::mutex> lock(mu_);
     queued_tokens_ -= dequeued;
+    queued_requests_ -= done_requests;
+    if (!slices.empty()) ++batches_in_flight_;
   }
   if (slices.empty()) return;
+  if (options_.metrics.batch_sequences != nullptr) {
+    options_.metrics.batch_sequences->Observe(double(batch.num_sequences()));
+  }
+  if (options_.metrics.batch_tokens != nullptr) {
+    options_.metrics.batch_tokens->Observe(double(batch_tokens));
+  }
+  const auto submitted_at = std::chrono::steady_clock::now();
   LazyResult result = engine_->Submit(std::move(batch));
   in_flight_.push_back(InFlight{result, std::move(slices)});
   {
     std::lock_guard<std::mutex> lock(waiter_mu_);
-    to_wait_.push_back(result);
+    to_wait_.push_back(Submitted{result, submitted_at});
   }
   waiter_cv_.notify_one();
 }
@@ -239,6 +348,10 @@ void TokenBudgetScheduler::LaunchBatch() {
 void TokenBudgetScheduler::RouteFront() {
   InFlight batch = std::move(in_flight_.front());
   in_flight_.pop_front();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --batches_in_flight_;
+  }
   const Result<Embeddings>& result = batch.result.wait();
   size_t expected_rows = 0;
   for (const Slice& s : batch.slices) expected_rows += s.count;
@@ -274,6 +387,9 @@ void TokenBudgetScheduler::RouteFront() {
     row += s.count;
     e.rows_done += s.count;
     if (e.rows_done == n) {
+      if (e.request.dimensions > 0 && e.request.dimensions < e.out.dim) {
+        TruncateDimensions(&e.out, e.request.dimensions);
+      }
       EmbedCallback cb = std::move(e.done);
       Invoke(cb, std::move(e.out));
     }

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/metrics.h"
 #include "core/status.h"
 #include "engine/engine.h"
 
@@ -33,15 +34,41 @@ struct EmbedRequest {
   std::vector<std::vector<int32_t>> sequences;  // each non-empty, at most max_batch_tokens long
   Pooling pooling = Pooling::kMean;
   bool normalize = false;
+  // Matryoshka: keep the first `dimensions` values of each row, then L2-normalise them
+  // (0 = the whole row). At most the model's width.
+  int dimensions = 0;
+  // Sequences not yet put in a batch when the deadline passes, or when `cancelled` (polled by
+  // the scheduler thread, so it must be thread-safe) says so, are dropped and the request fails
+  // with DeadlineExceeded or Cancelled.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  std::function<bool()> cancelled;
 };
+
+// Keeps the first `dims` values of every row and L2-normalises them (rows of norm zero stay
+// zero). Requires 1 <= dims <= m->dim.
+void TruncateDimensions(Embeddings* m, int dims);
 
 // Receives one row per sequence of the request, in request order, or the error that ended it.
 using EmbedCallback = std::function<void(Result<Embeddings>)>;
+
+// Where the scheduler records what it does (all optional; null = not recorded).
+struct SchedulerMetrics {
+  Histogram* batch_sequences = nullptr;  // sequences per engine batch
+  Histogram* batch_tokens = nullptr;     // tokens per engine batch
+  Histogram* queue_seconds = nullptr;    // enqueue → the request's first sequence is batched
+  Histogram* engine_seconds = nullptr;   // submit → the batch's result is ready
+  Counter* dropped_sequences = nullptr;  // dropped unscheduled (deadline, cancel, shutdown)
+};
+
+// Registers the scheduler's histograms and counters (orchid_scheduler_*) in `registry`.
+SchedulerMetrics RegisterSchedulerMetrics(MetricsRegistry* registry);
 
 struct TokenBudgetSchedulerOptions {
   int max_batch_tokens = 16384;        // token budget of one engine batch
   int64_t max_queued_tokens = 262144;  // tokens waiting for a batch; beyond → ResourceExhausted
   int max_batches_in_flight = 2;       // submitted to the engine and not yet routed back
+  int max_batch_sequences = 0;         // sequences per batch; 0 = no limit besides tokens
+  SchedulerMetrics metrics;
 };
 
 class TokenBudgetScheduler {
@@ -76,8 +103,14 @@ class TokenBudgetScheduler {
   void Shutdown(std::chrono::milliseconds drain_timeout = kDrainForever);
   static constexpr std::chrono::milliseconds kDrainForever = std::chrono::milliseconds::max();
 
-  // Tokens waiting for a batch right now (for metrics and tests).
+  // Tokens, and requests, waiting for a batch right now (for metrics and tests).
   int64_t queued_tokens() const;
+  int64_t queued_requests() const;
+  // Batches submitted to the engine and not yet routed back.
+  int batches_in_flight() const;
+  // Adds gauges read from this scheduler at scrape time (queue tokens and requests, batches in
+  // flight) to `registry`; the scheduler must outlive every later Render().
+  void ExportGauges(MetricsRegistry* registry) const;
 
  private:
   struct Entry;
@@ -89,6 +122,10 @@ class TokenBudgetScheduler {
   struct InFlight {
     LazyResult result;
     std::vector<Slice> slices;
+  };
+  struct Submitted {
+    LazyResult result;
+    std::chrono::steady_clock::time_point at;
   };
 
   void RunScheduler();  // the scheduler thread: owns pending_ and in_flight_
@@ -106,6 +143,8 @@ class TokenBudgetScheduler {
   std::deque<std::shared_ptr<Entry>> inbox_;
   int completed_batches_ = 0;  // reported by the waiter, not yet routed
   int64_t queued_tokens_ = 0;
+  int64_t queued_requests_ = 0;  // accepted, not yet wholly batched or failed
+  int batches_in_flight_ = 0;
   bool stopping_ = false;
   // When stopping: the time after which waiting requests are failed (max() = never).
   std::chrono::steady_clock::time_point drain_deadline_ =
@@ -114,7 +153,7 @@ class TokenBudgetScheduler {
   // Results the waiter thread waits on, in submission order.
   std::mutex waiter_mu_;
   std::condition_variable waiter_cv_;
-  std::deque<LazyResult> to_wait_;
+  std::deque<Submitted> to_wait_;
   bool waiter_stop_ = false;
 
   // Owned by the scheduler thread alone.

@@ -34,25 +34,24 @@ ORCHID_MODEL = _env_path("ORCHID_MODEL", REPO / "models" / "all-MiniLM-L6-v2")
 MODEL_NAME = Path(os.path.abspath(ORCHID_MODEL)).name  # the server's default served name
 
 
-class OrchidServer:
-    """`orchid serve` on a free port (--port 0; the port is read from its startup log line)."""
+class OrchidProcess:
+    """An `orchid` subcommand as a child process, its output collected; ready once a line of
+    its log matches `ready` (the match is kept in self.ready)."""
 
-    READY = re.compile(r" on http://(\S+):(\d+)\s*$")
-
-    def __init__(self, *extra_args, startup_timeout=120):
+    def __init__(self, args, ready, startup_timeout=120, name=None):
         if not ORCHID_BIN.exists():
             pytest.fail(f"ORCHID_BIN {ORCHID_BIN} does not exist (run `make build`)")
         if not (ORCHID_MODEL / "config.json").exists():
             pytest.fail(f"ORCHID_MODEL {ORCHID_MODEL} is not a model directory (run `make model`)")
-        self.args = [str(ORCHID_BIN), "serve", "--model", str(ORCHID_MODEL),
-                     "--host", "127.0.0.1", "--port", "0", *extra_args]
+        self.name = name or args[0]
+        self.args = [str(ORCHID_BIN), *args]
         self.log = []
         self._lines = queue.Queue()
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True, encoding="utf-8", errors="replace")
         threading.Thread(target=self._pump, daemon=True).start()
-        self.port = self._wait_ready(startup_timeout)
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.deadline = time.monotonic() + startup_timeout
+        self.ready = self._wait_line(re.compile(ready), startup_timeout)
 
     def _pump(self):
         for line in self.proc.stdout:
@@ -60,30 +59,20 @@ class OrchidServer:
             self._lines.put(line)
         self._lines.put(None)
 
-    def _wait_ready(self, timeout):
-        deadline = time.monotonic() + timeout
-        port = None
-        while port is None:
+    def _wait_line(self, pattern, timeout):
+        while True:
             try:
-                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+                line = self._lines.get(timeout=max(0.0, self.deadline - time.monotonic()))
             except queue.Empty:
                 self.kill()
-                pytest.fail(f"orchid serve did not start in {timeout}s:\n" + self.log_text())
+                pytest.fail(f"orchid {self.name} did not start in {timeout}s:\n" + self.log_text())
             if line is None:
                 self.proc.wait()
-                pytest.fail(f"orchid serve exited with {self.proc.returncode}:\n" + self.log_text())
-            m = self.READY.search(line)
+                pytest.fail(f"orchid {self.name} exited with {self.proc.returncode}:\n"
+                            + self.log_text())
+            m = pattern.search(line)
             if m:
-                port = int(m.group(2))
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
-                    return port
-            except requests.ConnectionError:
-                pass
-            time.sleep(0.05)
-        self.kill()
-        pytest.fail("orchid serve never answered /health:\n" + self.log_text())
+                return m
 
     def log_text(self):
         return "\n".join(self.log[-50:])
@@ -103,6 +92,31 @@ class OrchidServer:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+def wait_healthy(url, deadline, proc):
+    """Polls url + /health until it answers 200; fails (killing proc) at the deadline."""
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(f"{url}/health", timeout=5).status_code == 200:
+                return
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail(f"orchid {proc.name} never answered /health:\n" + proc.log_text())
+
+
+class OrchidServer(OrchidProcess):
+    """`orchid serve` on a free port (--port 0; the port is read from its startup log line)."""
+
+    def __init__(self, *extra_args, startup_timeout=120, model=None):
+        super().__init__(["serve", "--model", str(model or ORCHID_MODEL), "--host", "127.0.0.1",
+                          "--port", "0", *extra_args],
+                         ready=r" on http://(\S+):(\d+)\s*$", startup_timeout=startup_timeout)
+        self.port = int(self.ready.group(2))
+        self.url = f"http://127.0.0.1:{self.port}"
+        wait_healthy(self.url, self.deadline, self)
 
 
 # The committed sentence-transformers references.

@@ -147,3 +147,63 @@ def test_served_model_name_overrides_the_directory_name(model_name):
         assert wrong.json()["error"]["code"] == "model_not_found"
     finally:
         assert s.stop() == 0, s.log_text()
+
+
+def test_tei_tokenize_and_decode(server):
+    """TEI's /tokenize and /decode on the real tokenizer: the ids are the ones in TEI's own
+    expectations for this model (tests/fixtures/minilm/inputs.json "tei")."""
+    import json as _json
+    from support import REPO
+    tei = _json.load(open(REPO / "tests" / "fixtures" / "minilm" / "inputs.json"))["tei"]
+    texts = list(tei)
+    r = requests.post(f"{server.url}/tokenize", json={"inputs": texts}, timeout=30)
+    assert r.status_code == 200, r.text
+    tokens = r.json()
+    assert [[t["id"] for t in seq] for seq in tokens] == [tei[t] for t in texts]
+    first = tokens[0]
+    assert first[0]["special"] and first[0]["start"] is None
+    word = first[1]
+    assert texts[0][word["start"]:word["stop"]] == word["text"] == "What"
+    r = requests.post(f"{server.url}/decode", json={"ids": [tei[t] for t in texts]}, timeout=30)
+    assert r.status_code == 200, r.text
+    import tokenizers
+    from support import ORCHID_MODEL
+    ref = tokenizers.Tokenizer.from_file(str(ORCHID_MODEL / "tokenizer.json"))
+    assert r.json() == ref.decode_batch([tei[t] for t in texts], skip_special_tokens=True)
+    r = requests.post(f"{server.url}/tokenize", json={"inputs": 3}, timeout=30)
+    assert r.status_code == 422 and r.json()["error_type"] == "Validation"
+
+
+def test_prompts_from_the_model_config(tmp_path):
+    """A model whose config_sentence_transformers.json has prompts (like multilingual-e5 or
+    Qwen3-Embedding): prompt_name / input_type put the prompt before the text, as
+    sentence-transformers' encode(prompt_name=...) does, so the result equals embedding the
+    prefixed text."""
+    import json as _json
+    from support import ORCHID_MODEL, OrchidServer
+    model = tmp_path / "minilm-with-prompts"
+    model.mkdir()
+    for item in ORCHID_MODEL.iterdir():
+        if item.name != "config_sentence_transformers.json":
+            (model / item.name).symlink_to(item.resolve())
+    (model / "config_sentence_transformers.json").write_text(_json.dumps(
+        {"prompts": {"query": "query: ", "document": "passage: "}, "default_prompt_name": None}))
+    s = OrchidServer(model=model)
+    try:
+        def emb(body):
+            r = requests.post(f"{s.url}/v1/embeddings", json={"encoding_format": "float", **body},
+                              timeout=30)
+            assert r.status_code == 200, r.text
+            return np.asarray(r.json()["data"][0]["embedding"])
+
+        text = "how much protein should a female eat"
+        plain = emb({"input": f"query: {text}"})
+        assert np.allclose(emb({"input": text, "input_type": "query"}), plain, atol=1e-6)
+        assert np.allclose(emb({"input": text, "prompt_name": "query"}), plain, atol=1e-6)
+        assert np.allclose(emb({"input": text, "input_type": "document"}),
+                           emb({"input": f"passage: {text}"}), atol=1e-6)
+        r = requests.post(f"{s.url}/v1/embeddings", json={"input": text, "prompt_name": "x"},
+                          timeout=30)
+        assert r.status_code == 400 and r.json()["error"]["param"] == "prompt_name"
+    finally:
+        assert s.stop() == 0

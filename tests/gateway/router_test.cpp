@@ -24,8 +24,9 @@ class RouterTest : public ::testing::Test {
   RouterTest()
       : engine_(/*auto_complete=*/true, /*vocab_size=*/1000, /*max_seq_length=*/8),
         scheduler_(&engine_, TokenBudgetSchedulerOptions{64, 1024, 2}),
-        service_(&tokenizer_, &scheduler_, "fake-model", [](Task t) { t(); }),
-        router_(&service_) {}
+        backend_(&scheduler_),
+        service_(&tokenizer_, &backend_, "fake-model", [](Task t) { t(); }, &metrics_),
+        router_(&service_, &metrics_) {}
 
   HttpResponse Call(std::string method, std::string target, std::string body = {}) {
     std::promise<HttpResponse> p;
@@ -82,10 +83,31 @@ class RouterTest : public ::testing::Test {
   FakeTokenizer tokenizer_;
   FakeEngine engine_;
   TokenBudgetScheduler scheduler_;
+  LocalBackend backend_;
+  MetricsRegistry metrics_;
   EmbeddingService service_;
   Router router_;
   simdjson::dom::parser parser_;
 };
+
+TEST_F(RouterTest, MetricsCountRequestsByRouteAndStatus) {
+  EXPECT_EQ(Post(R"({"input":"a b"})").status, 200);
+  EXPECT_EQ(Post(R"({"input":""})").status, 400);
+  EXPECT_EQ(Call("GET", "/nowhere").status, 404);
+  const HttpResponse r = Call("GET", "/metrics");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.content_type, MetricsRegistry::kContentType);
+  EXPECT_NE(r.body.find("orchid_http_requests_total{route=\"/v1/embeddings\",status=\"200\"} 1\n"),
+            std::string::npos)
+      << r.body;
+  EXPECT_NE(r.body.find("orchid_http_requests_total{route=\"/v1/embeddings\",status=\"400\"} 1\n"),
+            std::string::npos)
+      << r.body;
+  EXPECT_NE(r.body.find("orchid_http_requests_total{route=\"other\",status=\"404\"} 1\n"),
+            std::string::npos)
+      << r.body;
+  EXPECT_NE(r.body.find("orchid_gateway_tokenize_seconds_count 1\n"), std::string::npos) << r.body;
+}
 
 TEST_F(RouterTest, HealthAndModels) {
   HttpResponse h = Call("GET", "/health");
@@ -192,6 +214,69 @@ TEST_F(RouterTest, TeiEmbed) {
   simdjson::dom::element err = parser_.parse(bad.body);
   EXPECT_TRUE(err["error"].is_string());
   EXPECT_EQ(std::string_view(err["error_type"]), "Validation");
+}
+
+}  // namespace
+}  // namespace orchid
+
+namespace orchid {
+namespace {
+
+// The TEI tokenizer routes are wired to the served tokenizer (their behaviour is tested in
+// tokenize_routes_test.cpp).
+TEST(RouterTokenizeTest, TokenizeAndDecodeAreRouted) {
+  FakeEngine engine(/*auto_complete=*/true, /*vocab_size=*/1000, /*max_seq_length=*/8);
+  TokenBudgetScheduler scheduler(&engine, TokenBudgetSchedulerOptions{64, 1024, 2});
+  LocalBackend backend(&scheduler);
+  FakeTokenizer tokenizer;
+  EmbeddingService service(&tokenizer, &backend, "m", [](Task t) { t(); });
+  Router router(&service);
+  auto call = [&router](std::string method, std::string target, std::string body) {
+    std::promise<HttpResponse> p;
+    auto f = p.get_future();
+    router.Handle(HttpRequest{std::move(method), std::move(target), std::move(body)},
+                  [&p](HttpResponse r) { p.set_value(std::move(r)); });
+    return f.get();
+  };
+  HttpResponse r = call("POST", "/tokenize", R"({"inputs":"a b"})");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find("\"id\":" + std::to_string(FakeTokenizer::WordId("a"))), std::string::npos)
+      << r.body;
+  EXPECT_EQ(call("POST", "/tokenize", R"({"inputs":5})").status, 422);
+  EXPECT_EQ(call("GET", "/tokenize", "").allow, "POST");
+  EXPECT_EQ(call("GET", "/decode", "").allow, "POST");
+  EXPECT_EQ(call("POST", "/decode", R"({"ids":"x"})").status, 422);
+}
+
+}  // namespace
+}  // namespace orchid
+
+namespace orchid {
+namespace {
+
+TEST_F(RouterTest, PromptsArePrependedBeforeTokenizing) {
+  PromptConfig prompts;
+  prompts.prompts = {{"query", "q z "}, {"passage", "p "}};
+  service_.SetPrompts(prompts, std::nullopt);
+  const auto plain = Rows(Post(R"({"input":["q z a b"]})"));
+  int64_t tokens = 0;
+  const auto by_name = Rows(Post(R"({"input":["a b"],"prompt_name":"query"})"), &tokens);
+  const auto by_type = Rows(Post(R"({"input":["a b"],"input_type":"query"})"));
+  EXPECT_EQ(by_name, plain);
+  EXPECT_EQ(by_type, plain);
+  EXPECT_EQ(tokens, 6);  // the prompt's tokens count, as sentence-transformers counts them
+  // A type the model has no prompt for embeds the text as it is.
+  EXPECT_EQ(Rows(Post(R"({"input":["a b"],"input_type":"document"})")),
+            Rows(Post(R"({"input":["a b"]})")));
+  Error(Post(R"({"input":["a b"],"prompt_name":"nope"})"), 400, "prompt_name");
+  Error(Post(R"({"input":["a b"],"input_type":"other"})"), 400, "input_type");
+  Error(Post(R"({"input":[[5,6]],"prompt_name":"query"})"), 400, "input");
+  Error(Post(R"({"input":["a b"],"prompt_name":3})"), 400, "prompt_name");
+  // The server's default prompt applies when the request names none.
+  service_.SetPrompts(prompts, std::string("p "));
+  EXPECT_EQ(Rows(Post(R"({"input":["a b"]})")),
+            Rows(Post(R"({"input":["p a b"],"input_type":"document"})")));
+  EXPECT_EQ(Rows(Post(R"({"input":["a b"],"input_type":"query"})")), plain);
 }
 
 }  // namespace

@@ -279,3 +279,103 @@ TEST(TokenBudgetSchedulerTest, ManyThreadsEnqueueConcurrently) {
 
 }  // namespace
 }  // namespace orchid
+
+namespace orchid {
+namespace {
+
+// Holds the engine with two batches so that later requests wait in the queue.
+struct BusyEngine {
+  explicit BusyEngine(TokenBudgetSchedulerOptions o) : scheduler(&engine, o) {
+    first = scheduler.Enqueue(Request({Seq(1, 2)}));
+    EXPECT_TRUE(engine.WaitForBatches(1));
+    second = scheduler.Enqueue(Request({Seq(2, 2)}));
+    EXPECT_TRUE(engine.WaitForBatches(2));
+  }
+  void Drain() {
+    for (size_t i = 0; i < 8; ++i) {
+      if (engine.WaitForBatches(i + 1, 200ms)) engine.Complete(i);
+    }
+  }
+  FakeEngine engine{/*auto_complete=*/false};
+  TokenBudgetScheduler scheduler;
+  std::future<Result<Embeddings>> first, second;
+};
+
+TEST(TokenBudgetSchedulerTest, DeadlinePassedWhileWaitingDropsTheRequest) {
+  BusyEngine busy(Options(100));
+  EmbedRequest late = Request({Seq(3, 2)});
+  late.deadline = std::chrono::steady_clock::now() + 20ms;
+  auto f_late = busy.scheduler.Enqueue(std::move(late));
+  auto f_ok = busy.scheduler.Enqueue(Request({Seq(4, 2)}));
+  std::this_thread::sleep_for(60ms);
+  busy.Drain();
+  Result<Embeddings> r = f_late.get();
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
+  ExpectRows(f_ok.get(), {Seq(4, 2)});
+  EXPECT_EQ(busy.engine.batch(2).num_sequences(), 1);  // only the live request ran
+  EXPECT_EQ(busy.scheduler.queued_tokens(), 0);
+  EXPECT_EQ(busy.scheduler.queued_requests(), 0);
+}
+
+TEST(TokenBudgetSchedulerTest, CancelledWhileWaitingDropsTheRequest) {
+  BusyEngine busy(Options(100));
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  EmbedRequest r = Request({Seq(3, 2), Seq(5, 3)});
+  r.cancelled = [cancelled] { return cancelled->load(); };
+  auto f = busy.scheduler.Enqueue(std::move(r));
+  cancelled->store(true);
+  busy.Drain();
+  EXPECT_EQ(f.get().status().code(), StatusCode::kCancelled);
+  EXPECT_EQ(busy.scheduler.queued_tokens(), 0);
+}
+
+TEST(TokenBudgetSchedulerTest, MaxBatchSequencesSplitsBatches) {
+  TokenBudgetSchedulerOptions o = Options(1000);
+  o.max_batch_sequences = 2;
+  BusyEngine busy(o);
+  std::vector<std::vector<int32_t>> seqs = {Seq(10, 1), Seq(20, 1), Seq(30, 1), Seq(40, 1),
+                                            Seq(50, 1)};
+  auto f = busy.scheduler.Enqueue(Request(seqs));
+  busy.Drain();
+  ExpectRows(f.get(), seqs);
+  ASSERT_GE(busy.engine.num_batches(), 5u);
+  for (size_t i = 2; i < busy.engine.num_batches(); ++i) {
+    EXPECT_LE(busy.engine.batch(i).num_sequences(), 2) << i;
+  }
+}
+
+TEST(TokenBudgetSchedulerTest, DimensionsTruncateAndRenormalise) {
+  FakeEngine engine(/*auto_complete=*/true);
+  TokenBudgetScheduler scheduler(&engine, Options(64));
+  EmbedRequest r = Request({std::vector<int32_t>(4, 3)});  // row {3, 4, 3}
+  r.dimensions = 2;
+  Result<Embeddings> e = scheduler.Enqueue(std::move(r)).get();
+  ASSERT_TRUE(e.ok());
+  ASSERT_EQ(e->dim, 2);
+  EXPECT_FLOAT_EQ(e->row(0)[0], 0.6f);
+  EXPECT_FLOAT_EQ(e->row(0)[1], 0.8f);
+  EmbedRequest too_wide = Request({Seq(1, 1)});
+  too_wide.dimensions = FakeEngine::kDim + 1;
+  EXPECT_EQ(scheduler.Enqueue(std::move(too_wide)).get().status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(TokenBudgetSchedulerTest, MetricsRecordBatchesAndQueueTime) {
+  MetricsRegistry registry;
+  TokenBudgetSchedulerOptions o = Options(64);
+  o.metrics = RegisterSchedulerMetrics(&registry);
+  FakeEngine engine(/*auto_complete=*/true);
+  TokenBudgetScheduler scheduler(&engine, o);
+  scheduler.ExportGauges(&registry);
+  ExpectRows(scheduler.Enqueue(Request({Seq(1, 3), Seq(2, 4)})).get(), {Seq(1, 3), Seq(2, 4)});
+  EXPECT_EQ(o.metrics.batch_tokens->count(), 1u);
+  EXPECT_EQ(o.metrics.batch_tokens->sum(), 7);
+  EXPECT_EQ(o.metrics.batch_sequences->sum(), 2);
+  EXPECT_EQ(o.metrics.queue_seconds->count(), 1u);
+  const std::string text = registry.Render();
+  EXPECT_NE(text.find("orchid_scheduler_queued_tokens 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("orchid_scheduler_batch_tokens_count 1\n"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace orchid

@@ -1,0 +1,145 @@
+#include "cli/serving.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <utility>
+
+#include "engine/cpu/cpu_engine.h"
+#include "models/model_loader.h"
+#include "models/sentence_transformers.h"
+
+namespace orchid::cli {
+
+std::string DefaultModelName(const std::string& dir) {
+  std::filesystem::path p = std::filesystem::absolute(dir).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  return p.filename().string();
+}
+
+bool ParseHostPort(const std::string& s, std::string* host, uint16_t* port) {
+  const size_t colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 >= s.size()) return false;
+  std::string h = s.substr(0, colon);
+  if (h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  unsigned long p = 0;
+  for (size_t i = colon + 1; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    p = p * 10 + unsigned(s[i] - '0');
+    if (p > 65535) return false;
+  }
+  *host = h;
+  *port = uint16_t(p);
+  return !h.empty();
+}
+
+void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* f) {
+  cmd->add_option("--max-batch-tokens", f->max_batch_tokens,
+                  "token budget of one engine batch (at least the model's maximum input)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-batch-sequences", f->max_batch_sequences,
+                  "sequences per engine batch (0: limited by tokens only)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-queued-tokens", f->max_queued_tokens,
+                  "tokens allowed to wait for a batch; beyond, requests are refused for load")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--pipeline-depth", f->pipeline_depth,
+                  "batches on the engine at once (the next is built while one runs)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
+  cmd->add_option("--threads", f->threads, "engine compute threads (0: all cores)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+}
+
+void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* f) {
+  cmd->add_option("--max-body-bytes", f->max_body_bytes, "largest request body (413 above)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--io-threads", f->io_threads, "HTTP io threads")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--tokenizer-threads", f->tokenizer_threads,
+                  "threads that parse, tokenize and format replies")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--shutdown-grace", f->shutdown_grace_s,
+                  "seconds that requests in progress get to finish on SIGINT/SIGTERM")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--default-prompt", f->default_prompt,
+                  "text put before every input that names no prompt_name / input_type "
+                  "(default: the model's default_prompt_name, if any)");
+}
+
+Status ApplyHttpFrontFlags(const HttpFrontFlags& f, const std::string& model_dir,
+                           GatewayOptions* o) {
+  o->io_threads = f.io_threads;
+  o->worker_threads = f.tokenizer_threads;
+  o->max_body_bytes = f.max_body_bytes;
+  o->shutdown_grace = std::chrono::milliseconds(int64_t(f.shutdown_grace_s * 1000));
+  o->default_prompt = f.default_prompt;
+  if (!model_dir.empty()) {
+    ORCHID_ASSIGN_OR_RETURN(o->prompts, ReadPromptConfig(model_dir));
+  }
+  return Status::Ok();
+}
+
+Result<ServingModel> LoadServingModel(const std::string& dir, const std::string& served_name,
+                                      const SchedulerFlags& flags, MetricsRegistry* metrics) {
+  auto model = LoadModel(dir);
+  if (!model.ok()) return Status(model.status().code(), "cannot load model: " + model.status().message());
+  ServingModel out;
+  out.model.name = served_name.empty() ? DefaultModelName(dir) : served_name;
+  out.model.info = (*model)->info();
+  const ModelInfo& info = out.model.info;
+  out.model.max_input_tokens =
+      info.max_seq_length > 0 ? info.max_seq_length : info.max_position_embeddings;
+  if (auto fp = rpc::FingerprintFile(TokenizerPath(dir)); fp.ok()) {
+    out.model.tokenizer_fingerprint = *fp;
+  }
+  if (flags.max_batch_tokens < out.model.max_input_tokens) {
+    return Status::InvalidArgument(
+        "--max-batch-tokens " + std::to_string(flags.max_batch_tokens) +
+        " is smaller than the model's maximum input of " +
+        std::to_string(out.model.max_input_tokens) + " tokens");
+  }
+  if (flags.max_queued_tokens < flags.max_batch_tokens) {
+    return Status::InvalidArgument("--max-queued-tokens " +
+                                   std::to_string(flags.max_queued_tokens) +
+                                   " is smaller than --max-batch-tokens " +
+                                   std::to_string(flags.max_batch_tokens));
+  }
+  out.engine = MakeCpuEngine(std::move(*model), CpuEngineOptions{flags.threads});
+  TokenBudgetSchedulerOptions so;
+  so.max_batch_tokens = flags.max_batch_tokens;
+  so.max_batch_sequences = flags.max_batch_sequences;
+  so.max_queued_tokens = flags.max_queued_tokens;
+  so.max_batches_in_flight = std::max(1, flags.pipeline_depth);
+  if (metrics != nullptr) so.metrics = RegisterSchedulerMetrics(metrics);
+  out.scheduler = std::make_unique<TokenBudgetScheduler>(out.engine.get(), so);
+  if (metrics != nullptr) out.scheduler->ExportGauges(metrics);
+  return out;
+}
+
+sigset_t BlockStopSignals() {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGINT);
+  sigaddset(&s, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &s, nullptr);
+  return s;
+}
+
+const char* WaitForStopSignal(const sigset_t& signals) {
+  int sig = 0;
+  sigwait(&signals, &sig);
+  return sig == SIGINT ? "SIGINT" : "SIGTERM";
+}
+
+}  // namespace orchid::cli

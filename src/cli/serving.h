@@ -1,0 +1,73 @@
+// What `orchid serve`, `orchid worker` and `orchid gateway` share: loading a model into an
+// engine behind a scheduler, and waiting for SIGINT/SIGTERM.
+#pragma once
+
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/metrics.h"
+#include "core/status.h"
+#include "engine/engine.h"
+#include "gateway/gateway.h"
+#include "rpc/convert.h"
+#include "worker/token_budget_scheduler.h"
+
+namespace orchid::cli {
+
+// "models/all-MiniLM-L6-v2/" → "all-MiniLM-L6-v2"; "." → the current directory's name.
+std::string DefaultModelName(const std::string& dir);
+
+// Splits "host:port" ("[v6]:port" too); false when malformed.
+bool ParseHostPort(const std::string& s, std::string* host, uint16_t* port);
+
+struct SchedulerFlags {
+  int max_batch_tokens = 16384;
+  int max_batch_sequences = 0;
+  int64_t max_queued_tokens = 1 << 20;
+  int pipeline_depth = 2;
+  int threads = 0;  // engine compute threads; 0 = all cores
+};
+
+// --max-batch-tokens, --max-batch-sequences, --max-queued-tokens, --pipeline-depth, --threads.
+void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* flags);
+
+// What `serve` and `gateway` share: the HTTP front's flags.
+struct HttpFrontFlags {
+  size_t max_body_bytes = size_t(8) << 20;
+  int io_threads = 2;
+  int tokenizer_threads = 2;
+  double shutdown_grace_s = 20;
+  std::optional<std::string> default_prompt;
+};
+// --max-body-bytes, --io-threads, --tokenizer-threads, --shutdown-grace, --default-prompt.
+void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* flags);
+// Copies the flags into the gateway's options, with the named prompts of `model_dir`'s
+// config_sentence_transformers.json (none when model_dir is empty).
+Status ApplyHttpFrontFlags(const HttpFrontFlags& flags, const std::string& model_dir,
+                           GatewayOptions* options);
+
+// A model loaded into a CPU engine with a scheduler in front: the worker half of serving.
+struct ServingModel {
+  rpc::WorkerModel model;  // name, info, max input, tokenizer fingerprint
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<TokenBudgetScheduler> scheduler;
+};
+
+// Loads `dir`, checks the flags against the model (the batch budget must hold the longest
+// input), starts the scheduler. `metrics` (optional) gets the scheduler's metrics.
+Result<ServingModel> LoadServingModel(const std::string& dir, const std::string& served_name,
+                                      const SchedulerFlags& flags, MetricsRegistry* metrics);
+
+// Blocks SIGINT and SIGTERM in this thread (call before starting any thread, so every thread
+// inherits the mask), so that WaitForStopSignal() alone receives them.
+sigset_t BlockStopSignals();
+// Waits for SIGINT or SIGTERM; returns its name.
+const char* WaitForStopSignal(const sigset_t& signals);
+
+}  // namespace orchid::cli

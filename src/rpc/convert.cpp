@@ -1,0 +1,205 @@
+#include "rpc/convert.h"
+
+#include <cstring>
+#include <fstream>
+#include <utility>
+#include <vector>
+
+namespace orchid::rpc {
+
+grpc::Status ToGrpc(const Status& status) {
+  grpc::StatusCode code = grpc::StatusCode::INTERNAL;
+  switch (status.code()) {
+    case StatusCode::kOk: return grpc::Status::OK;
+    case StatusCode::kInvalidArgument: code = grpc::StatusCode::INVALID_ARGUMENT; break;
+    case StatusCode::kNotFound: code = grpc::StatusCode::NOT_FOUND; break;
+    case StatusCode::kOutOfRange: code = grpc::StatusCode::OUT_OF_RANGE; break;
+    case StatusCode::kResourceExhausted: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
+    case StatusCode::kUnavailable: code = grpc::StatusCode::UNAVAILABLE; break;
+    case StatusCode::kDeadlineExceeded: code = grpc::StatusCode::DEADLINE_EXCEEDED; break;
+    case StatusCode::kCancelled: code = grpc::StatusCode::CANCELLED; break;
+    case StatusCode::kFailedPrecondition: code = grpc::StatusCode::FAILED_PRECONDITION; break;
+    case StatusCode::kUnimplemented: code = grpc::StatusCode::UNIMPLEMENTED; break;
+    case StatusCode::kCorrupt:
+    case StatusCode::kIoError:
+    case StatusCode::kInternal: code = grpc::StatusCode::INTERNAL; break;
+  }
+  return grpc::Status(code, status.message());
+}
+
+Status FromGrpc(const grpc::Status& status) {
+  const std::string& m = status.error_message();
+  switch (status.error_code()) {
+    case grpc::StatusCode::OK: return Status::Ok();
+    case grpc::StatusCode::INVALID_ARGUMENT: return Status::InvalidArgument(m);
+    case grpc::StatusCode::NOT_FOUND: return Status::NotFound(m);
+    case grpc::StatusCode::OUT_OF_RANGE: return Status::OutOfRange(m);
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return Status::ResourceExhausted(m);
+    case grpc::StatusCode::UNAVAILABLE: return Status::Unavailable(m);
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return Status::DeadlineExceeded(m);
+    case grpc::StatusCode::CANCELLED: return Status::Cancelled(m);
+    case grpc::StatusCode::FAILED_PRECONDITION: return Status::FailedPrecondition(m);
+    case grpc::StatusCode::UNIMPLEMENTED: return Status::Unimplemented(m);
+    default: return Status::Internal("worker: " + m);
+  }
+}
+
+v1::Pooling ToProto(Pooling p) {
+  switch (p) {
+    case Pooling::kMean: return v1::POOLING_MEAN;
+    case Pooling::kCls: return v1::POOLING_CLS;
+    case Pooling::kLastToken: return v1::POOLING_LAST_TOKEN;
+    case Pooling::kNone: break;
+  }
+  return v1::POOLING_UNSPECIFIED;
+}
+
+Result<Pooling> FromProto(v1::Pooling p, Pooling fallback) {
+  switch (p) {
+    case v1::POOLING_UNSPECIFIED: return fallback;
+    case v1::POOLING_MEAN: return Pooling::kMean;
+    case v1::POOLING_CLS: return Pooling::kCls;
+    case v1::POOLING_LAST_TOKEN: return Pooling::kLastToken;
+    default: break;
+  }
+  return Status::InvalidArgument("unknown pooling " + std::to_string(int(p)));
+}
+
+Status FromProto(const v1::EmbedRequest& in, const WorkerModel& model, EmbedRequest* out,
+                 int64_t* tokens) {
+  if (!in.model().empty() && in.model() != model.name) {
+    return Status::NotFound("this worker serves `" + model.name + "`, not `" + in.model() + "`");
+  }
+  if (in.tokenizer_fingerprint() != 0 && model.tokenizer_fingerprint != 0 &&
+      in.tokenizer_fingerprint() != model.tokenizer_fingerprint) {
+    return Status::FailedPrecondition(
+        "the request was tokenized with another tokenizer than this worker's model uses");
+  }
+  if (in.dtype() != v1::OUTPUT_DTYPE_FLOAT32) {
+    return Status::Unimplemented("only float32 output is implemented");
+  }
+  if (in.sequences_size() == 0) return Status::InvalidArgument("request has no sequences");
+  if (in.dimensions() > uint32_t(model.info.hidden_size)) {
+    return Status::InvalidArgument("dimensions " + std::to_string(in.dimensions()) +
+                                   " is more than the model's " +
+                                   std::to_string(model.info.hidden_size));
+  }
+  ORCHID_ASSIGN_OR_RETURN(out->pooling, FromProto(in.pooling(), model.info.default_pooling));
+  out->normalize = in.has_normalize() ? in.normalize() : model.info.default_normalize;
+  out->dimensions = int(in.dimensions());
+  out->sequences.clear();
+  out->sequences.reserve(size_t(in.sequences_size()));
+  *tokens = 0;
+  for (int i = 0; i < in.sequences_size(); ++i) {
+    const v1::Sequence& s = in.sequences(i);
+    const int n = s.token_ids_size();
+    const std::string where = "sequence " + std::to_string(i);
+    if (n == 0) return Status::InvalidArgument(where + " is empty");
+    if (n > model.max_input_tokens) {
+      return Status::OutOfRange(where + " has " + std::to_string(n) +
+                                " tokens, more than the model's maximum of " +
+                                std::to_string(model.max_input_tokens));
+    }
+    for (int v : s.token_type_ids()) {
+      if (v != 0) return Status::Unimplemented(where + ": token type ids other than 0");
+    }
+    if (s.token_type_ids_size() != 0 && s.token_type_ids_size() != n) {
+      return Status::InvalidArgument(where + ": token_type_ids and token_ids differ in length");
+    }
+    for (int j = 0; j < n; ++j) {
+      const int32_t id = s.token_ids(j);
+      if (id < 0 || id >= model.info.vocab_size) {
+        return Status::InvalidArgument(where + ": token id " + std::to_string(id) +
+                                       " is out of the vocabulary (size " +
+                                       std::to_string(model.info.vocab_size) + ")");
+      }
+    }
+    out->sequences.emplace_back(s.token_ids().begin(), s.token_ids().end());
+    *tokens += n;
+  }
+  return Status::Ok();
+}
+
+void ToProto(EmbedRequest&& in, v1::EmbedRequest* out) {
+  out->clear_sequences();
+  for (std::vector<int32_t>& seq : in.sequences) {
+    v1::Sequence* s = out->add_sequences();
+    s->mutable_token_ids()->Add(seq.begin(), seq.end());
+    std::vector<int32_t>().swap(seq);
+  }
+  out->set_pooling(ToProto(in.pooling));
+  out->set_normalize(in.normalize);
+  out->set_dimensions(uint32_t(in.dimensions));
+}
+
+void ToProto(const Embeddings& in, v1::EmbedResponse* out) {
+  out->set_rows(uint32_t(in.rows));
+  out->set_dim(uint32_t(in.dim));
+  static_assert(sizeof(float) == 4, "float32 expected");
+  // x86-64 and aarch64 are little-endian, which is the wire format.
+  out->set_embeddings(reinterpret_cast<const char*>(in.data.data()), in.data.size() * 4);
+}
+
+Status FromProto(const v1::EmbedResponse& in, Embeddings* out) {
+  const size_t n = size_t(in.rows()) * size_t(in.dim());
+  if (in.embeddings().size() != n * 4) {
+    return Status::Internal("worker sent " + std::to_string(in.embeddings().size()) +
+                            " bytes for " + std::to_string(in.rows()) + " x " +
+                            std::to_string(in.dim()) + " float32 values");
+  }
+  out->rows = int(in.rows());
+  out->dim = int(in.dim());
+  out->data.resize(n);
+  if (n > 0) std::memcpy(out->data.data(), in.embeddings().data(), n * 4);
+  return Status::Ok();
+}
+
+void ToProto(const WorkerModel& model, int max_batch_tokens, v1::InfoResponse* out) {
+  out->set_model(model.name);
+  out->set_architecture(model.info.architecture);
+  out->set_dim(uint32_t(model.info.hidden_size));
+  out->set_max_input_tokens(uint32_t(model.max_input_tokens));
+  out->set_vocab_size(model.info.vocab_size);
+  out->set_default_pooling(ToProto(model.info.default_pooling));
+  out->set_default_normalize(model.info.default_normalize);
+  out->set_tokenizer_fingerprint(model.tokenizer_fingerprint);
+  out->set_max_batch_tokens(uint32_t(max_batch_tokens));
+  out->set_version(ORCHID_VERSION_STRING);
+}
+
+Result<WorkerModel> FromProto(const v1::InfoResponse& in) {
+  WorkerModel m;
+  m.name = in.model();
+  m.info.architecture = in.architecture();
+  m.info.hidden_size = int(in.dim());
+  m.info.vocab_size = in.vocab_size();
+  m.max_input_tokens = int(in.max_input_tokens());
+  m.info.max_seq_length = m.max_input_tokens;
+  m.info.max_position_embeddings = m.max_input_tokens;
+  ORCHID_ASSIGN_OR_RETURN(m.info.default_pooling, FromProto(in.default_pooling(), Pooling::kMean));
+  m.info.default_normalize = in.default_normalize();
+  m.tokenizer_fingerprint = in.tokenizer_fingerprint();
+  if (m.info.hidden_size <= 0 || m.max_input_tokens <= 0 || m.info.vocab_size <= 0) {
+    return Status::Corrupt("worker info has no dimension, maximum length or vocabulary");
+  }
+  return m;
+}
+
+Result<uint64_t> FingerprintFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status::IoError("cannot open " + path);
+  uint64_t h = 1469598103934665603ULL;
+  std::vector<char> buf(1 << 16);
+  while (f) {
+    f.read(buf.data(), std::streamsize(buf.size()));
+    const std::streamsize got = f.gcount();
+    for (std::streamsize i = 0; i < got; ++i) {
+      h ^= uint8_t(buf[size_t(i)]);
+      h *= 1099511628211ULL;
+    }
+  }
+  if (f.bad()) return Status::IoError("cannot read " + path);
+  return h;
+}
+
+}  // namespace orchid::rpc

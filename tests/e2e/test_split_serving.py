@@ -1,0 +1,262 @@
+"""Split serving on loopback (issue 4): `orchid gateway` in front of three `orchid worker`
+processes. Results identical to `orchid serve`; order kept across chunks; zero failed client
+requests when a worker is killed -9 under load (chunks retried elsewhere) and traffic returning
+once it restarts; SIGTERM on a worker lets its in-flight requests complete; 429 on overload and
+503 with no healthy worker, with JSON bodies; every /metrics passes `promtool check metrics`."""
+import re
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import requests
+
+from support import (LONG_INDEX, ORCHID_MODEL, SENTENCES, SHORT, OrchidProcess,
+                     assert_close_to_reference, rows, wait_healthy)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Worker:
+    def __init__(self, port=None, metrics_port=None, *extra):
+        self.port = port or free_port()
+        self.metrics_port = metrics_port or free_port()
+        self.extra = extra
+        self.start()
+
+    def start(self):
+        self.proc = OrchidProcess(
+            ["worker", "--model", str(ORCHID_MODEL), "--listen", f"127.0.0.1:{self.port}",
+             "--metrics-listen", f"127.0.0.1:{self.metrics_port}", "--threads", "1", *self.extra],
+            ready=r"orchid worker: .* on grpc ", name=f"worker:{self.port}")
+
+    @property
+    def address(self):
+        return f"127.0.0.1:{self.port}"
+
+    def metrics(self):
+        return requests.get(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10).text
+
+
+class Gateway:
+    def __init__(self, workers, *extra):
+        backends = []
+        for w in workers:
+            backends += ["--backend", w.address]
+        self.proc = OrchidProcess(
+            ["gateway", "--listen", "127.0.0.1:0", "--model", str(ORCHID_MODEL),
+             "--health-interval", "0.2", *backends, *extra],
+            ready=r"orchid gateway for .* \(port (\d+)\)", name="gateway")
+        self.url = f"http://127.0.0.1:{self.proc.ready.group(1)}"
+        wait_healthy(self.url, self.proc.deadline, self.proc)
+
+    def metrics(self):
+        return requests.get(f"{self.url}/metrics", timeout=10).text
+
+
+def metric(text, name, **labels):
+    """The value of one sample in a Prometheus text exposition (0 when absent)."""
+    want = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    pattern = re.escape(name) + (r"\{" + re.escape(want) + r"\}" if want else "") + r" (\S+)$"
+    for line in text.splitlines():
+        m = re.match(pattern, line)
+        if m:
+            return float(m.group(1))
+    return 0.0
+
+
+def embed(url, inputs, **kw):
+    r = requests.post(f"{url}/v1/embeddings", json={"input": inputs, "encoding_format": "float",
+                                                     **kw}, timeout=60)
+    assert r.status_code == 200, r.text
+    return rows(r.json())
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    workers = [Worker() for _ in range(3)]
+    gw = Gateway(workers, "--chunk-tokens", "64")
+    yield workers, gw
+    assert gw.proc.stop() == 0, gw.proc.log_text()
+    for w in workers:
+        w.proc.stop()
+
+
+def test_results_identical_to_serve(cluster, server):
+    _, gw = cluster
+    inputs = [SENTENCES[i] for i in SHORT]
+    via_gateway = embed(gw.url, inputs)
+    via_serve = embed(server.url, inputs)
+    assert via_gateway.shape == via_serve.shape
+    # Same engine, same batch-independent kernels: the rows agree to float precision.
+    assert np.abs(via_gateway - via_serve).max() <= 1e-6
+    assert_close_to_reference(via_gateway, SHORT, "gateway")
+
+
+def test_order_kept_across_chunks_and_replicas(cluster):
+    workers, gw = cluster
+    before = [metric(w.metrics(), "orchid_worker_requests_total") for w in workers]
+    chunks_before = metric(gw.metrics(), "orchid_gateway_chunks_total")
+    indices = SHORT
+    got = embed(gw.url, [SENTENCES[i] for i in indices])
+    assert_close_to_reference(got, indices, "every input through the gateway, chunked")
+    chunks = metric(gw.metrics(), "orchid_gateway_chunks_total") - chunks_before
+    assert chunks > 10, chunks  # ~ 98 inputs × 9.5 tokens / 64
+    after = [metric(w.metrics(), "orchid_worker_requests_total") for w in workers]
+    assert sum(1 for b, a in zip(before, after) if a > b) >= 2, (before, after)
+    # Pre-tokenized input and dimensions go through the same path.
+    ids = requests.post(f"{gw.url}/v1/embeddings",
+                        json={"input": [[101, 7592, 2088, 102]], "dimensions": 8,
+                              "encoding_format": "float"}, timeout=30).json()
+    v = np.asarray(ids["data"][0]["embedding"])
+    assert v.shape == (8,) and abs(np.linalg.norm(v) - 1) < 1e-5
+
+
+def test_long_input_needs_truncate_through_gateway(cluster):
+    _, gw = cluster
+    r = requests.post(f"{gw.url}/v1/embeddings", json={"input": SENTENCES[LONG_INDEX]}, timeout=30)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "context_length_exceeded"
+
+
+def load(url, n_requests, clients, on_progress=None):
+    """n_requests batch-1 requests from `clients` threads; returns the failures."""
+    failures = []
+    done = [0]
+    lock = threading.Lock()
+
+    def one(i):
+        text = SENTENCES[SHORT[i % len(SHORT)]]
+        try:
+            r = requests.post(f"{url}/v1/embeddings", json={"input": text}, timeout=60)
+            ok = r.status_code == 200
+            err = None if ok else f"{r.status_code} {r.text[:200]}"
+        except requests.RequestException as e:
+            err = repr(e)
+        with lock:
+            done[0] += 1
+            if err:
+                failures.append(err)
+            n = done[0]
+        if on_progress:
+            on_progress(n)
+
+    with ThreadPoolExecutor(clients) as pool:
+        list(pool.map(one, range(n_requests)))
+    return failures
+
+
+def test_kill9_under_load_loses_nothing_and_traffic_returns(cluster, report):
+    workers, gw = cluster
+    victim = workers[1]
+    killed = threading.Event()
+
+    def kill_midway(n):
+        if n == 400 and not killed.is_set():
+            killed.set()
+            victim.proc.proc.kill()  # SIGKILL: no goodbye
+
+    t0 = time.monotonic()
+    failures = load(gw.url, 2000, 16, kill_midway)
+    elapsed = time.monotonic() - t0
+    assert killed.is_set()
+    assert failures == [], f"{len(failures)} failed requests, e.g. {failures[:3]}"
+    retries = metric(gw.metrics(), "orchid_gateway_chunk_retries_total")
+    report.append(("split serving kill -9",
+                   f"2000 requests / 16 clients in {elapsed:.1f}s, 0 failed, {retries:.0f} retried"))
+    assert metric(gw.metrics(), "orchid_gateway_replica_healthy",
+                  replica=victim.address) == 0
+    victim.proc.proc.wait()
+    victim.start()  # same port
+    deadline = time.monotonic() + 30
+    while metric(gw.metrics(), "orchid_gateway_replica_healthy", replica=victim.address) != 1:
+        assert time.monotonic() < deadline, "restarted worker never came back into rotation"
+        time.sleep(0.1)
+    assert load(gw.url, 200, 8) == []
+    assert metric(victim.metrics(), "orchid_worker_requests_total") > 0, "no traffic returned"
+
+
+def test_sigterm_on_a_worker_lets_in_flight_requests_complete(cluster):
+    workers, gw = cluster
+    victim = workers[2]
+    stopped = threading.Event()
+    codes = []
+
+    def term_midway(n):
+        if n == 200 and not stopped.is_set():
+            stopped.set()
+            threading.Thread(target=lambda: codes.append(victim.proc.stop())).start()
+
+    failures = load(gw.url, 800, 16, term_midway)
+    assert failures == [], failures[:3]
+    deadline = time.monotonic() + 30
+    while not codes and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert codes == [0], victim.proc.log_text()
+    victim.start()
+
+
+def test_metrics_pass_promtool(cluster, server):
+    workers, gw = cluster
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool missing: scripts/install-deps.sh installs the prometheus package"
+    texts = {"gateway": gw.metrics(), "worker": workers[0].metrics(),
+             "serve": requests.get(f"{server.url}/metrics", timeout=10).text}
+    for name, text in texts.items():
+        assert "# TYPE" in text, name
+        r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                           text=True)
+        assert r.returncode == 0, f"{name}: {r.stdout}{r.stderr}"
+    for name in ["orchid_scheduler_queued_tokens", "orchid_scheduler_batch_tokens_bucket",
+                 "orchid_scheduler_queue_seconds_bucket", "orchid_scheduler_engine_seconds_bucket",
+                 "orchid_worker_request_seconds_bucket"]:
+        assert name in texts["worker"], name
+    for name in ["orchid_http_request_seconds_bucket", "orchid_gateway_tokenize_seconds_bucket",
+                 "orchid_gateway_chunks_total", "orchid_gateway_replica_outstanding_tokens"]:
+        assert name in texts["gateway"], name
+
+
+def test_overload_gets_429_promptly_and_recovers():
+    # One small-queue worker: 256 tokens of batch, 256 of queue.
+    w = Worker(None, None, "--max-batch-tokens", "256", "--max-queued-tokens", "256")
+    gw = Gateway([w], "--chunk-tokens", "100000")
+    try:
+        text = SENTENCES[SHORT[0]]
+        body = {"input": [text] * 16}
+        statuses = []
+        slowest = [0.0]
+
+        def one(_):
+            t = time.monotonic()
+            r = requests.post(f"{gw.url}/v1/embeddings", json=body, timeout=60)
+            slowest[0] = max(slowest[0], time.monotonic() - t)
+            statuses.append(r.status_code)
+            if r.status_code == 429:
+                e = r.json()["error"]
+                assert e["type"] == "rate_limit_error", e
+            else:
+                assert r.status_code == 200, r.text
+
+        with ThreadPoolExecutor(32) as pool:
+            list(pool.map(one, range(96)))
+        assert statuses.count(429) > 0, statuses
+        assert slowest[0] < 30
+        embed(gw.url, [text])  # recovered
+        # No healthy worker: 503 with a JSON body, and /health says so.
+        w.proc.kill()
+        deadline = time.monotonic() + 10
+        while requests.get(f"{gw.url}/health", timeout=5).status_code != 503:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        r = requests.post(f"{gw.url}/v1/embeddings", json={"input": text}, timeout=30)
+        assert r.status_code == 503 and r.json()["error"]["code"] == "unavailable", r.text
+    finally:
+        gw.proc.stop()
+        w.proc.kill()

@@ -1,0 +1,332 @@
+// The worker's gRPC service and the gateway's ReplicaPool, in one process over loopback, with
+// fake engines (row = {first id, length, last id}) so that routing and order are checkable.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gateway/replica_pool.h"
+#include "rpc/convert.h"
+#include "rpc/worker_service.h"
+#include "worker/fake_engine.h"
+
+namespace orchid {
+namespace {
+
+using testing::FakeEngine;
+using namespace std::chrono_literals;
+
+constexpr uint64_t kFingerprint = 0x1234;
+
+// One fake worker: engine, scheduler and gRPC server on a free port.
+struct FakeWorker {
+  explicit FakeWorker(bool auto_complete = true, int64_t max_queued_tokens = 1024)
+      : engine(auto_complete, /*vocab_size=*/1000, /*max_seq_length=*/16),
+        scheduler(&engine, TokenBudgetSchedulerOptions{64, max_queued_tokens, 2}) {
+    rpc::WorkerServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.model.name = "fake-model";
+    o.model.info = engine.info();
+    o.model.max_input_tokens = 16;
+    o.model.tokenizer_fingerprint = kFingerprint;
+    server = std::make_unique<rpc::WorkerServer>(&scheduler, o);
+    EXPECT_TRUE(server->Start().ok());
+    address = "127.0.0.1:" + std::to_string(server->port());
+  }
+  ~FakeWorker() {
+    server->Shutdown(0ms);
+    scheduler.Shutdown(0ms);
+  }
+  std::unique_ptr<v1::Worker::Stub> Stub() const {
+    return v1::Worker::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  }
+
+  FakeEngine engine;
+  TokenBudgetScheduler scheduler;
+  std::unique_ptr<rpc::WorkerServer> server;
+  std::string address;
+};
+
+v1::EmbedRequest Request(const std::vector<std::vector<int32_t>>& seqs) {
+  v1::EmbedRequest r;
+  for (const auto& s : seqs) r.add_sequences()->mutable_token_ids()->Add(s.begin(), s.end());
+  return r;
+}
+
+// Sequence i = {i+1, ..., i+1} of length 1 + i % 5.
+std::vector<std::vector<int32_t>> Sequences(int n) {
+  std::vector<std::vector<int32_t>> out;
+  for (int i = 0; i < n; ++i) out.push_back(std::vector<int32_t>(size_t(1 + i % 5), i + 1));
+  return out;
+}
+
+void ExpectRows(const Embeddings& e, const std::vector<std::vector<int32_t>>& seqs) {
+  ASSERT_EQ(e.rows, int(seqs.size()));
+  ASSERT_EQ(e.dim, 3);
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    EXPECT_EQ(e.row(int(i))[0], float(seqs[i].front())) << i;
+    EXPECT_EQ(e.row(int(i))[1], float(seqs[i].size())) << i;
+    EXPECT_EQ(e.row(int(i))[2], float(seqs[i].back())) << i;
+  }
+}
+
+TEST(WorkerService, InfoAndEmbed) {
+  FakeWorker w;
+  auto stub = w.Stub();
+  {
+    grpc::ClientContext ctx;
+    v1::InfoResponse info;
+    ASSERT_TRUE(stub->Info(&ctx, v1::InfoRequest(), &info).ok());
+    EXPECT_EQ(info.model(), "fake-model");
+    EXPECT_EQ(info.dim(), 3u);
+    EXPECT_EQ(info.max_input_tokens(), 16u);
+    EXPECT_EQ(info.tokenizer_fingerprint(), kFingerprint);
+    EXPECT_EQ(info.vocab_size(), 1000);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::HealthResponse h;
+    ASSERT_TRUE(stub->Health(&ctx, v1::HealthRequest(), &h).ok());
+    EXPECT_EQ(h.status(), v1::HealthResponse::SERVING);
+  }
+  const auto seqs = Sequences(7);
+  grpc::ClientContext ctx;
+  v1::EmbedResponse resp;
+  v1::EmbedRequest req = Request(seqs);
+  req.set_model("fake-model");
+  req.set_tokenizer_fingerprint(kFingerprint);
+  ASSERT_TRUE(stub->Embed(&ctx, req, &resp).ok());
+  Embeddings e;
+  ASSERT_TRUE(rpc::FromProto(resp, &e).ok());
+  ExpectRows(e, seqs);
+  EXPECT_EQ(resp.prompt_tokens(), 1u + 2 + 3 + 4 + 5 + 1 + 2);
+}
+
+TEST(WorkerService, RefusesBadRequestsWithTheRightCode) {
+  FakeWorker w;
+  auto stub = w.Stub();
+  auto code = [&](v1::EmbedRequest r) {
+    grpc::ClientContext ctx;
+    v1::EmbedResponse resp;
+    return stub->Embed(&ctx, r, &resp).error_code();
+  };
+  EXPECT_EQ(code(v1::EmbedRequest()), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(code(Request({{}})), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(code(Request({{1, 1000}})), grpc::StatusCode::INVALID_ARGUMENT);  // out of vocab
+  EXPECT_EQ(code(Request({std::vector<int32_t>(17, 1)})), grpc::StatusCode::OUT_OF_RANGE);
+  v1::EmbedRequest r = Request({{1, 2}});
+  r.set_model("other");
+  EXPECT_EQ(code(r), grpc::StatusCode::NOT_FOUND);
+  r = Request({{1, 2}});
+  r.set_tokenizer_fingerprint(kFingerprint + 1);
+  EXPECT_EQ(code(r), grpc::StatusCode::FAILED_PRECONDITION);
+  r = Request({{1, 2}});
+  r.set_dtype(v1::OUTPUT_DTYPE_INT8);
+  EXPECT_EQ(code(r), grpc::StatusCode::UNIMPLEMENTED);
+  r = Request({{1, 2}});
+  r.set_dimensions(4);
+  EXPECT_EQ(code(r), grpc::StatusCode::INVALID_ARGUMENT);
+  // ... and it still serves.
+  EXPECT_EQ(code(Request({{1, 2}})), grpc::StatusCode::OK);
+}
+
+TEST(WorkerService, DimensionsTruncateAndRenormalise) {
+  FakeWorker w;
+  auto stub = w.Stub();
+  grpc::ClientContext ctx;
+  v1::EmbedResponse resp;
+  v1::EmbedRequest r = Request({{3, 3, 3, 3}});  // row {3, 4, 3}
+  r.set_dimensions(2);
+  ASSERT_TRUE(stub->Embed(&ctx, r, &resp).ok());
+  Embeddings e;
+  ASSERT_TRUE(rpc::FromProto(resp, &e).ok());
+  ASSERT_EQ(e.dim, 2);
+  EXPECT_FLOAT_EQ(e.row(0)[0], 0.6f);
+  EXPECT_FLOAT_EQ(e.row(0)[1], 0.8f);
+}
+
+TEST(WorkerService, StreamAnswersEveryRequestById) {
+  FakeWorker w;
+  auto stub = w.Stub();
+  grpc::ClientContext ctx;
+  auto stream = stub->EmbedStream(&ctx);
+  constexpr int kRequests = 20;
+  for (int i = 0; i < kRequests; ++i) {
+    v1::EmbedRequest r = i == 5 ? Request({{}}) : Request(Sequences(1 + i % 4));
+    r.set_request_id(uint64_t(100 + i));
+    ASSERT_TRUE(stream->Write(r));
+  }
+  ASSERT_TRUE(stream->WritesDone());
+  std::set<uint64_t> seen;
+  v1::EmbedResponse resp;
+  while (stream->Read(&resp)) {
+    const int i = int(resp.request_id()) - 100;
+    ASSERT_TRUE(i >= 0 && i < kRequests) << resp.request_id();
+    EXPECT_TRUE(seen.insert(resp.request_id()).second);
+    if (i == 5) {
+      EXPECT_EQ(resp.error_code(), int(grpc::StatusCode::INVALID_ARGUMENT));
+      continue;
+    }
+    EXPECT_EQ(resp.error_code(), 0) << resp.error_message();
+    Embeddings e;
+    ASSERT_TRUE(rpc::FromProto(resp, &e).ok());
+    ExpectRows(e, Sequences(1 + i % 4));
+  }
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(seen.size(), size_t(kRequests));
+}
+
+ReplicaPoolOptions PoolOptions(const std::vector<const FakeWorker*>& workers) {
+  ReplicaPoolOptions o;
+  for (const FakeWorker* w : workers) o.backends.push_back(w->address);
+  o.chunk_tokens = 6;
+  o.health_interval = 50ms;
+  o.tokenizer_fingerprint = kFingerprint;
+  return o;
+}
+
+Result<Embeddings> Embed(ReplicaPool& pool, std::vector<std::vector<int32_t>> seqs) {
+  std::promise<Result<Embeddings>> p;
+  auto f = p.get_future();
+  EmbedRequest r;
+  r.sequences = std::move(seqs);
+  pool.Embed(std::move(r), [&p](Result<Embeddings> rows) { p.set_value(std::move(rows)); });
+  return f.get();
+}
+
+// Waits until the pool sees `n` healthy replicas.
+bool WaitHealthy(const ReplicaPool& pool, size_t n) {
+  for (int i = 0; i < 200; ++i) {
+    size_t h = 0;
+    for (const ReplicaState& r : pool.replicas()) h += r.healthy ? 1 : 0;
+    if (h == n) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+TEST(ReplicaPool, ChunksAcrossReplicasAndKeepsOrder) {
+  FakeWorker a, b, c;
+  auto pool = ReplicaPool::Start(PoolOptions({&a, &b, &c}), 5s);
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  EXPECT_EQ((*pool)->model_name(), "fake-model");
+  EXPECT_EQ((*pool)->model_info().hidden_size, 3);
+  ASSERT_TRUE(WaitHealthy(**pool, 3));
+  for (int round = 0; round < 5; ++round) {
+    const auto seqs = Sequences(40);
+    Result<Embeddings> e = Embed(**pool, seqs);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    ExpectRows(*e, seqs);
+  }
+  int used = 0;
+  for (const ReplicaState& r : (*pool)->replicas()) used += r.chunks_done > 0 ? 1 : 0;
+  EXPECT_GE(used, 2) << "chunks should spread over replicas";
+}
+
+TEST(ReplicaPool, RetriesOnAnotherReplicaWhenOneGoesAway) {
+  auto a = std::make_unique<FakeWorker>();
+  FakeWorker b;
+  auto pool = ReplicaPool::Start(PoolOptions({a.get(), &b}), 5s);
+  ASSERT_TRUE(pool.ok());
+  ASSERT_TRUE(WaitHealthy(**pool, 2));
+  a.reset();  // gone without the pool noticing yet: its chunks fail and are retried on b
+  for (int i = 0; i < 10; ++i) {
+    const auto seqs = Sequences(12);
+    Result<Embeddings> e = Embed(**pool, seqs);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    ExpectRows(*e, seqs);
+  }
+  EXPECT_TRUE((*pool)->healthy());
+}
+
+TEST(ReplicaPool, UnavailableWhenNoReplicaIsHealthy) {
+  auto a = std::make_unique<FakeWorker>();
+  auto pool = ReplicaPool::Start(PoolOptions({a.get()}), 5s);
+  ASSERT_TRUE(pool.ok());
+  ASSERT_TRUE(WaitHealthy(**pool, 1));
+  a.reset();
+  ASSERT_TRUE(WaitHealthy(**pool, 0));
+  EXPECT_FALSE((*pool)->healthy());
+  Result<Embeddings> e = Embed(**pool, Sequences(3));
+  EXPECT_EQ(e.status().code(), StatusCode::kUnavailable) << e.status().ToString();
+}
+
+TEST(ReplicaPool, ResourceExhaustedOnlyWhenEveryReplicaRefuses) {
+  // Engines that hold their batches: queues fill up (64 tokens of room each).
+  FakeWorker a(/*auto_complete=*/false, /*max_queued_tokens=*/64);
+  FakeWorker b(/*auto_complete=*/false, /*max_queued_tokens=*/64);
+  ReplicaPoolOptions o = PoolOptions({&a, &b});
+  o.chunk_tokens = 1000;
+  auto pool = ReplicaPool::Start(o, 5s);
+  ASSERT_TRUE(pool.ok());
+  ASSERT_TRUE(WaitHealthy(**pool, 2));
+  // Two batches in flight per worker, then 64 queued tokens each: 4 × 16 + 2 × 64 tokens fit.
+  std::vector<std::future<Result<Embeddings>>> held;
+  auto send = [&](int tokens) {
+    auto p = std::make_shared<std::promise<Result<Embeddings>>>();
+    held.push_back(p->get_future());
+    EmbedRequest r;
+    for (int t = 0; t < tokens; t += 16) r.sequences.push_back(std::vector<int32_t>(16, 7));
+    (*pool)->Embed(std::move(r), [p](Result<Embeddings> rows) { p->set_value(std::move(rows)); });
+  };
+  // One at a time, so that each becomes its own batch (two in flight per worker).
+  for (int i = 0; i < 4; ++i) {
+    send(16);
+    for (int t = 0; t < 500 && a.engine.num_batches() + b.engine.num_batches() < size_t(i + 1); ++t) {
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  ASSERT_EQ(a.engine.num_batches(), 2u);
+  ASSERT_EQ(b.engine.num_batches(), 2u);
+  // Then one 64-token request queued on each worker (again one at a time, so none overtakes).
+  for (int i = 1; i <= 2; ++i) {
+    send(64);
+    for (int t = 0; t < 500 && a.scheduler.queued_tokens() + b.scheduler.queued_tokens() < 64 * i;
+         ++t) {
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  ASSERT_EQ(a.scheduler.queued_tokens(), 64);
+  ASSERT_EQ(b.scheduler.queued_tokens(), 64);
+  send(64);  // no room anywhere
+  ASSERT_EQ(held.back().wait_for(5s), std::future_status::ready);
+  Result<Embeddings> refused = held.back().get();
+  held.pop_back();
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status().ToString();
+  // Let everything finish: every held request then succeeds.
+  for (int round = 0; round < 20; ++round) {
+    for (FakeWorker* w : {&a, &b}) {
+      for (size_t i = 0; i < w->engine.num_batches(); ++i) w->engine.Complete(i);
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  for (auto& f : held) {
+    ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+    EXPECT_TRUE(f.get().ok());
+  }
+}
+
+TEST(ReplicaPool, StartFailsWhenNoWorkerAnswers) {
+  ReplicaPoolOptions o;
+  o.backends = {"127.0.0.1:1"};
+  auto pool = ReplicaPool::Start(o, 300ms);
+  EXPECT_EQ(pool.status().code(), StatusCode::kUnavailable);
+  o.backends = {"no-port"};
+  EXPECT_EQ(ReplicaPool::Start(o, 300ms).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ReplicaPool, RefusesAWorkerWithAnotherTokenizer) {
+  FakeWorker a;
+  ReplicaPoolOptions o = PoolOptions({&a});
+  o.tokenizer_fingerprint = kFingerprint + 1;
+  auto pool = ReplicaPool::Start(o, 500ms);
+  EXPECT_EQ(pool.status().code(), StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace orchid
