@@ -260,3 +260,27 @@ def test_overload_gets_429_promptly_and_recovers():
     finally:
         gw.proc.stop()
         w.proc.kill()
+
+
+def test_backend_dns_finds_the_replicas():
+    """--backend-dns NAME:PORT: every address the name resolves to is a replica (here
+    `localhost`; an address nobody listens on, like ::1 when the worker is on 127.0.0.1, stays
+    out of rotation and costs nothing)."""
+    w = Worker()
+    try:
+        gw_proc = OrchidProcess(
+            ["gateway", "--listen", "127.0.0.1:0", "--model", str(ORCHID_MODEL),
+             "--health-interval", "0.2", "--dns-interval", "0.5",
+             "--backend-dns", f"localhost:{w.port}"],
+            ready=r"orchid gateway for .* \(port (\d+)\)", name="gateway-dns")
+        url = f"http://127.0.0.1:{gw_proc.ready.group(1)}"
+        try:
+            wait_healthy(url, gw_proc.deadline, gw_proc)
+            got = embed(url, [SENTENCES[i] for i in SHORT[:8]])
+            assert_close_to_reference(got, SHORT[:8], "via --backend-dns")
+            text = requests.get(f"{url}/metrics", timeout=10).text
+            assert metric(text, "orchid_gateway_replica_healthy", replica=w.address) == 1
+        finally:
+            assert gw_proc.stop() == 0, gw_proc.log_text()
+    finally:
+        w.proc.stop()
