@@ -2,7 +2,7 @@
 # CPU benchmark: orchid's engine vs sentence-transformers on PyTorch, in one run.
 # The peer needs PyTorch, which CI and `make test` never install: this script keeps it in its
 # own environment (.venv-bench), or uses BENCH_PYTHON if you already have one with torch and
-# sentence-transformers.
+# sentence-transformers. BENCH_BUILD_DIR picks the build tree (default build/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${BENCH_PYTHON:-}
@@ -13,5 +13,6 @@ if [ -z "$PY" ]; then
   fi
   PY=.venv-bench/bin/python
 fi
-cmake --build build --target orchid_engine_bench >/dev/null
-exec "$PY" bench/cpu/engine_vs_torch.py "$@"
+BUILD_DIR=${BENCH_BUILD_DIR:-build}
+cmake --build "$BUILD_DIR" --target orchid_engine_bench >/dev/null
+exec "$PY" bench/cpu/engine_vs_torch.py --bench-bin "$BUILD_DIR/orchid_engine_bench" "$@"
