@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -297,18 +298,18 @@ Result<Row> RunOffline(Engine& engine, const std::vector<Input>& inputs, int bat
   std::vector<double> lat;
   const auto start = Clock::now();
   // Two in flight, as the worker's pipeline keeps them.
-  std::vector<std::pair<LazyResult, Clock::time_point>> q;
+  std::deque<std::pair<LazyResult, Clock::time_point>> q;
+  auto retire = [&]() -> Status {
+    ORCHID_RETURN_IF_ERROR(q.front().first.wait().status());
+    lat.push_back(std::chrono::duration<double, std::milli>(Clock::now() - q.front().second).count());
+    q.pop_front();
+    return Status::Ok();
+  };
   for (int i = 0; i < batches; ++i) {
     q.emplace_back(engine.Submit(make(&next)), Clock::now());
-    if (q.size() == 2 || i + 1 == batches) {
-      while (!q.empty() && (q.size() == 2 || i + 1 == batches)) {
-        ORCHID_RETURN_IF_ERROR(q.front().first.wait().status());
-        lat.push_back(std::chrono::duration<double, std::milli>(Clock::now() - q.front().second).count());
-        q.erase(q.begin());
-        if (i + 1 != batches) break;
-      }
-    }
+    if (q.size() == 2) ORCHID_RETURN_IF_ERROR(retire());
   }
+  while (!q.empty()) ORCHID_RETURN_IF_ERROR(retire());
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   Row row;
   row.batch = batch;
@@ -449,11 +450,7 @@ int RunBench(const BenchOptions& o) {
         }
       }
     } else if (suite == "offline") {
-      if (!engine) {
-        auto m = LoadModel(o.model_dir);
-        if (!m.ok()) return spdlog::error("{}", m.status().ToString()), 1;
-        engine = MakeCpuEngine(std::move(*m), CpuEngineOptions{o.threads});
-      }
+      if (!engine) engine = MakeCpuEngine(std::move(*model), CpuEngineOptions{o.threads});
       for (int len : lengths_ok(o.concurrency_lengths)) {
         auto inputs = MakeInputs(**tokenizer, *corpus, len, 256);
         if (!inputs.ok()) return spdlog::error("{}", inputs.status().ToString()), 1;
