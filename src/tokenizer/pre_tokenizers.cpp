@@ -11,6 +11,18 @@
 namespace orchid::tok {
 namespace {
 
+// The code point at *pos, advancing *pos past it. Pre-tokenizers see validated UTF-8, so the
+// U+FFFD branch (one byte) cannot happen; it only keeps a broken invariant from looping.
+char32_t NextCodePoint(std::string_view text, size_t* pos) {
+  const size_t at = *pos;
+  char32_t cp = 0;
+  if (!DecodeUtf8(text, pos, &cp)) {
+    *pos = at + 1;
+    cp = 0xFFFD;
+  }
+  return cp;
+}
+
 enum CharClass : uint8_t { kWord = 0, kSpace = 1, kPunct = 2 };
 
 constexpr std::array<uint8_t, 128> MakeAsciiClasses() {
@@ -47,11 +59,7 @@ class BertPreTokenizer final : public PreTokenizer {
         cls = kAsciiClasses[byte];
         next = i + 1;
       } else {
-        char32_t cp = 0;
-        if (!DecodeUtf8(text, &next, &cp)) {  // cannot happen: text is valid UTF-8
-          next = i + 1;
-          cp = 0xFFFD;
-        }
+        const char32_t cp = NextCodePoint(text, &next);
         cls = IsWhiteSpace(cp) ? kSpace : IsBertPunctuation(cp) ? kPunct : kWord;
       }
       if (cls != kWord) {
@@ -234,11 +242,7 @@ class WhitespacePreTokenizer final : public PreTokenizer {
     };
     while (i < range.end) {
       size_t next = i;
-      char32_t cp = 0;
-      if (!DecodeUtf8(text, &next, &cp)) {  // cannot happen: text is valid UTF-8
-        next = i + 1;
-        cp = 0xFFFD;
-      }
+      const char32_t cp = NextCodePoint(text, &next);
       const Kind kind = IsWordChar(cp) ? kWordRun : IsWhiteSpace(cp) ? kSpaceRun : kOtherRun;
       if (kind != current) {
         close(i);
@@ -260,11 +264,7 @@ class CharPattern final : public SplitPattern {
     size_t i = range.begin;
     while (i < range.end) {
       size_t next = i;
-      char32_t cp = 0;
-      if (!DecodeUtf8(text, &next, &cp)) {  // cannot happen: text is valid UTF-8
-        next = i + 1;
-        cp = 0xFFFD;
-      }
+      const char32_t cp = NextCodePoint(text, &next);
       if (Predicate(cp)) {
         matches->push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(next)});
       }
