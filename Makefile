@@ -10,7 +10,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 CMAKE_LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache,)
 
-.PHONY: deps venv model build build-asan build-fuzz serve test unit-test asan-test e2e-test fuzz-test \
+.PHONY: deps venv model fixtures build build-asan build-fuzz serve test unit-test asan-test e2e-test fuzz-test \
   bench bench-tokenizer bench-serving clean
 
 deps:
@@ -21,6 +21,11 @@ venv: deps
 
 model: venv
 	@scripts/fetch-model.sh
+
+# Small random-weight XLM-R / Qwen3 / cross-encoder checkpoints for the model-family tests
+# (numpy only; their expected outputs are committed in tests/fixtures/models/reference).
+fixtures: model
+	@.venv/bin/python tests/fixtures/models/build.py models/fixtures
 
 $(BUILD)/build.ninja:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_LAUNCHER)
@@ -45,14 +50,14 @@ build-fuzz: deps $(BUILD_FUZZ)/build.ninja
 serve: build model
 	$(BUILD)/orchid serve --model $(MODEL) --host $(HOST) --port $(PORT)
 
-unit-test: build model
+unit-test: build fixtures
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-asan-test: build-asan model
+asan-test: build-asan fixtures
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  $(BUILD_ASAN)/tests/orchid_unit_tests --gtest_brief=1
 
-e2e-test: build model
+e2e-test: build fixtures
 	ORCHID_BIN=$(BUILD)/orchid ORCHID_MODEL=$(MODEL) .venv/bin/python -m pytest -q tests/e2e
 
 # Every fuzz target for FUZZ_SECONDS each, from the committed seeds in tests/fuzz/corpus.

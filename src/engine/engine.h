@@ -16,14 +16,44 @@ namespace orchid {
 
 class ThreadPool;  // engine/cpu/thread_pool.h
 
+// What a model's output rows are.
+enum class ModelTask : uint8_t {
+  kEmbed,  // one pooled (optionally normalised) vector of hidden_size values per sequence
+  kScore,  // rerankers / cross-encoders: Model::Head maps the pooled vector to num_labels logits
+};
+
+// How a scorer's logit becomes the relevance score the APIs return when raw scores are not
+// asked for (sentence-transformers' CrossEncoder default for one label: sigmoid).
+enum class ScoreActivation : uint8_t { kSigmoid, kIdentity };
+
+// How a scorer's (query, document) pair becomes one input sequence.
+enum class PairFormat : uint8_t {
+  kTokenizerPair,     // the tokenizer's pair template with token types (BERT / XLM-R
+                      // cross-encoders: [CLS] q [SEP] d [SEP])
+  kQwen3RerankerChat, // Qwen3-Reranker's chat template around <Instruct>, <Query>, <Document>,
+                      // one single sequence; the model's head gives logit(yes) - logit(no)
+};
+
+// Output encodings a model asks for natively (pplx-embed: int8 = round(tanh(x) * 127)).
+enum class NativeQuantization : uint8_t { kNone, kTanhInt8 };
+
 struct ModelInfo {
-  std::string architecture;       // e.g. "BertModel"
+  std::string architecture;       // e.g. "BertModel", "XLMRobertaModel", "Qwen3Model"
   int32_t vocab_size = 0;
-  int hidden_size = 0;            // dimension of the pooled output
+  int hidden_size = 0;            // width of the transformer and of the pooled vector
   int max_position_embeddings = 0;
   int max_seq_length = 0;         // the longest input the model accepts (sentence-transformers)
   Pooling default_pooling = Pooling::kMean;
   bool default_normalize = false;  // sentence-transformers' 2_Normalize module present
+  bool causal = false;             // decoder attention (each token sees only earlier ones)
+  ModelTask task = ModelTask::kEmbed;
+  int num_labels = 0;              // scorers: logits per sequence (1 for rerankers)
+  ScoreActivation score_activation = ScoreActivation::kSigmoid;
+  PairFormat pair_format = PairFormat::kTokenizerPair;
+  NativeQuantization native_quantization = NativeQuantization::kNone;
+
+  // Width of the rows the engine returns: hidden_size for embedders, num_labels for scorers.
+  int output_dim() const { return task == ModelTask::kScore ? num_labels : hidden_size; }
 };
 
 // A model's forward pass, as the engine sees it: token ids in, one hidden vector per token out.
@@ -35,6 +65,15 @@ class Model {
   virtual const ModelInfo& info() const = 0;
   // hidden: output, [batch.num_tokens(), info().hidden_size], row-major.
   virtual Status Forward(const RaggedBatch& batch, float* hidden) = 0;
+  // Scorers (info().task == kScore): maps pooled vectors [rows, hidden_size] to logits
+  // [rows, num_labels] (a classifier head; Qwen3-Reranker's yes-minus-no row). The engine calls
+  // it after pooling, on the engine thread, and does not L2-normalise scorer outputs.
+  virtual Status Head(const float* pooled, int rows, float* logits) {
+    (void)pooled;
+    (void)rows;
+    (void)logits;
+    return Status::Unimplemented("this model has no scoring head");
+  }
   // CPU models: the threads Forward() may use (null: the calling thread only). The CPU engine
   // sets it before the first Forward() and keeps the pool alive while the model runs.
   virtual void SetThreadPool(ThreadPool* pool) { (void)pool; }

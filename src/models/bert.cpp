@@ -1,83 +1,25 @@
 #include "models/bert.h"
 
-#include <cstring>
+#include <cmath>
 #include <string>
 
 #include "engine/cpu/attention.h"
 #include "engine/cpu/embedding.h"
 #include "engine/cpu/layer_norm.h"
+#include "models/weight_reader.h"
 
 namespace orchid {
-namespace {
-
-class WeightReader {
- public:
-  WeightReader(const SafetensorsFile& file, std::string prefix)
-      : file_(file), prefix_(std::move(prefix)) {}
-
-  // Reads prefix+name as fp32 and checks its shape.
-  Result<Tensor> Read(const std::string& name, std::vector<int64_t> shape) const {
-    ORCHID_ASSIGN_OR_RETURN(Tensor t, file_.ReadF32(prefix_ + name));
-    if (t.shape() != shape) {
-      std::string s = "[";
-      for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-      return Status::Corrupt(file_.path() + ": tensor \"" + prefix_ + name + "\" has shape " +
-                             t.ShapeString() + ", config.json implies " + s + "]");
-    }
-    return t;
-  }
-
-  // LayerNorm parameters: "weight"/"bias", or the older "gamma"/"beta".
-  Status ReadNorm(const std::string& base, int64_t dim, Tensor* gamma, Tensor* beta) const {
-    const bool old_names = file_.Find(prefix_ + base + ".weight") == nullptr &&
-                           file_.Find(prefix_ + base + ".gamma") != nullptr;
-    ORCHID_ASSIGN_OR_RETURN(*gamma, Read(base + (old_names ? ".gamma" : ".weight"), {dim}));
-    ORCHID_ASSIGN_OR_RETURN(*beta, Read(base + (old_names ? ".beta" : ".bias"), {dim}));
-    return Status::Ok();
-  }
-
- private:
-  const SafetensorsFile& file_;
-  std::string prefix_;
-};
-
-// Stacks tensors with equal trailing shape along dimension 0.
-Tensor Concat0(const std::vector<const Tensor*>& parts) {
-  std::vector<int64_t> shape = parts[0]->shape();
-  shape[0] = 0;
-  for (const Tensor* p : parts) shape[0] += p->dim(0);
-  Tensor out(shape);
-  float* dst = out.data();
-  for (const Tensor* p : parts) {
-    std::memcpy(dst, p->data(), p->numel() * sizeof(float));
-    dst += p->numel();
-  }
-  return out;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<BertModel>> BertModel::Create(const BertConfig& config,
                                                      const SafetensorsFile& weights,
                                                      ModelInfo info) {
-  // The prefix is whatever precedes the word embeddings' name ("", "bert.", ...).
+  // The prefix is whatever precedes the word embeddings' name ("", "bert.", "roberta.", ...).
   const std::string anchor = "embeddings.word_embeddings.weight";
-  std::string prefix;
-  bool found = false;
-  for (const TensorInfo& t : weights.tensors()) {
-    if (t.name.size() >= anchor.size() &&
-        t.name.compare(t.name.size() - anchor.size(), anchor.size(), anchor) == 0) {
-      std::string p = t.name.substr(0, t.name.size() - anchor.size());
-      if (!p.empty() && p.back() != '.') continue;
-      if (!found || p.size() < prefix.size()) prefix = p;
-      found = true;
-    }
-  }
-  if (!found) {
+  const std::optional<std::string> prefix = FindWeightPrefix(weights, anchor);
+  if (!prefix) {
     return Status::Corrupt(weights.path() + ": no tensor named \"" + anchor +
                            "\" (with or without a prefix); not a BERT checkpoint?");
   }
-  const WeightReader r(weights, prefix);
+  const WeightReader r(weights, *prefix);
   const int64_t H = config.hidden_size, I = config.intermediate_size;
 
   std::unique_ptr<BertModel> m(new BertModel());
@@ -121,10 +63,42 @@ Result<std::unique_ptr<BertModel>> BertModel::Create(const BertConfig& config,
         r.ReadNorm(p + "output.LayerNorm", H, &l.out_norm_gamma, &l.out_norm_beta));
   }
 
-  info.architecture = "BertModel";
+  const int64_t L = config.num_labels;
+  switch (config.head) {
+    case BertConfig::Head::kNone:
+      break;
+    case BertConfig::Head::kBertPooler: {
+      Tensor w, o;
+      ORCHID_ASSIGN_OR_RETURN(w, r.Read("pooler.dense.weight", {H, H}));
+      ORCHID_ASSIGN_OR_RETURN(m->head_dense_bias_, r.Read("pooler.dense.bias", {H}));
+      ORCHID_ASSIGN_OR_RETURN(o, r.ReadUnprefixed("classifier.weight", {L, H}));
+      ORCHID_ASSIGN_OR_RETURN(m->head_out_bias_, r.ReadUnprefixed("classifier.bias", {L}));
+      m->head_dense_ = PackedWeight::Pack(w.data(), int(H), int(H));
+      m->head_out_ = PackedWeight::Pack(o.data(), int(L), int(H));
+      break;
+    }
+    case BertConfig::Head::kRobertaClassifier: {
+      Tensor w, o;
+      ORCHID_ASSIGN_OR_RETURN(w, r.ReadUnprefixed("classifier.dense.weight", {H, H}));
+      ORCHID_ASSIGN_OR_RETURN(m->head_dense_bias_, r.ReadUnprefixed("classifier.dense.bias", {H}));
+      ORCHID_ASSIGN_OR_RETURN(o, r.ReadUnprefixed("classifier.out_proj.weight", {L, H}));
+      ORCHID_ASSIGN_OR_RETURN(m->head_out_bias_,
+                              r.ReadUnprefixed("classifier.out_proj.bias", {L}));
+      m->head_dense_ = PackedWeight::Pack(w.data(), int(H), int(H));
+      m->head_out_ = PackedWeight::Pack(o.data(), int(L), int(H));
+      break;
+    }
+  }
+
+  if (info.architecture.empty()) info.architecture = "BertModel";
   info.vocab_size = config.vocab_size;
   info.hidden_size = config.hidden_size;
-  info.max_position_embeddings = config.max_position_embeddings;
+  // The engine checks positions against this: the offset uses up the first positions.
+  info.max_position_embeddings = config.max_position_embeddings - config.position_offset;
+  if (config.head != BertConfig::Head::kNone) {
+    info.task = ModelTask::kScore;
+    info.num_labels = config.num_labels;
+  }
   m->info_ = std::move(info);
   return m;
 }
@@ -133,10 +107,11 @@ Status BertModel::CheckInputs(const RaggedBatch& batch) const {
   ORCHID_RETURN_IF_ERROR(batch.Validate(config_.vocab_size));
   for (size_t i = 0; i < batch.positions.size(); ++i) {
     const int32_t p = batch.positions[i];
-    if (p < 0 || p >= config_.max_position_embeddings) {
+    if (p < 0 || p >= config_.max_position_embeddings - config_.position_offset) {
       return Status::OutOfRange("position " + std::to_string(p) + " is outside the model's " +
-                                std::to_string(config_.max_position_embeddings) +
-                                " position embeddings");
+                                std::to_string(config_.max_position_embeddings -
+                                               config_.position_offset) +
+                                " usable position embeddings");
     }
   }
   for (size_t i = 0; i < batch.token_type_ids.size(); ++i) {
@@ -163,7 +138,13 @@ Status BertModel::Forward(const RaggedBatch& batch, float* hidden) {
   intermediate_.Reserve(size_t(T) * I);
 
   EmbeddingLookup(pool, word_embeddings_.data(), H, batch.token_ids.data(), T, hidden, false);
-  EmbeddingLookup(pool, position_embeddings_.data(), H, batch.positions.data(), T, hidden, true);
+  const int32_t* positions = batch.positions.data();
+  if (config_.position_offset != 0) {
+    shifted_positions_.resize(size_t(T));
+    for (int i = 0; i < T; ++i) shifted_positions_[size_t(i)] = positions[i] + config_.position_offset;
+    positions = shifted_positions_.data();
+  }
+  EmbeddingLookup(pool, position_embeddings_.data(), H, positions, T, hidden, true);
   EmbeddingLookup(pool, token_type_embeddings_.data(), H,
                   batch.token_type_ids.empty() ? nullptr : batch.token_type_ids.data(), T, hidden,
                   true);
@@ -183,6 +164,18 @@ Status BertModel::Forward(const RaggedBatch& batch, float* hidden) {
            LinearEpilogue::kAccumulate);
     LayerNorm(pool, hidden, T, H, l.out_norm_gamma.data(), l.out_norm_beta.data(), eps);
   }
+  return Status::Ok();
+}
+
+Status BertModel::Head(const float* pooled, int rows, float* logits) {
+  if (config_.head == BertConfig::Head::kNone) return Model::Head(pooled, rows, logits);
+  const int H = config_.hidden_size;
+  head_scratch_.Reserve(size_t(rows) * size_t(H));
+  float* t = head_scratch_.data();
+  Linear(pool_, pooled, rows, H, head_dense_, head_dense_bias_.data(), t, H, LinearEpilogue::kNone);
+  for (size_t i = 0; i < size_t(rows) * size_t(H); ++i) t[i] = std::tanh(t[i]);
+  Linear(pool_, t, rows, H, head_out_, head_out_bias_.data(), logits, config_.num_labels,
+         LinearEpilogue::kNone);
   return Status::Ok();
 }
 

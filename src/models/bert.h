@@ -1,5 +1,8 @@
 // BertModel: the BERT encoder (embeddings, then post-LN transformer layers with exact GELU),
 // as Hugging Face's BertModel, without the pooler. Runs on the CPU ops in engine/cpu/.
+// The same definition serves XLM-RoBERTa (RobertaEmbeddings: positions offset by
+// padding_idx + 1) and the cross-encoders built on either (*ForSequenceClassification: a
+// tanh-dense-then-linear classifier on the first token, run by Head()).
 //
 //   h = LayerNorm(word[id] + position[pos] + token_type[type])
 //   per layer:  h = LayerNorm(h + Attention(h));  h = LayerNorm(h + W2 gelu(W1 h + b1) + b2)
@@ -31,6 +34,7 @@ class BertModel : public Model {
 
   const ModelInfo& info() const override { return info_; }
   Status Forward(const RaggedBatch& batch, float* hidden) override;
+  Status Head(const float* pooled, int rows, float* logits) override;
   void SetThreadPool(ThreadPool* pool) override { pool_ = pool; }
 
  private:
@@ -53,7 +57,12 @@ class BertModel : public Model {
   Tensor embed_norm_gamma_, embed_norm_beta_;
   std::vector<Layer> layers_;
 
-  Buffer<float> qkv_, context_, intermediate_, scores_;
+  // Cross-encoder head (config_.head != kNone): dense [H, H] + tanh, then [num_labels, H].
+  PackedWeight head_dense_, head_out_;
+  Tensor head_dense_bias_, head_out_bias_;
+
+  Buffer<float> qkv_, context_, intermediate_, scores_, head_scratch_;
+  std::vector<int32_t> shifted_positions_;
 };
 
 }  // namespace orchid

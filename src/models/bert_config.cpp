@@ -49,6 +49,15 @@ Result<BertConfig> ReadBertConfig(const std::string& path) {
     return f.FieldError("position_embedding_type",
                         fmt::format("is \"{}\"; only \"absolute\" is supported", pos));
   }
+  ORCHID_ASSIGN_OR_RETURN(int64_t pad, f.Int("pad_token_id", 0));
+  if (pad < 0 || pad >= c.vocab_size) return f.FieldError("pad_token_id", "is out of the vocabulary");
+  c.pad_token_id = int(pad);
+  c.num_labels = 2;  // transformers' PretrainedConfig default
+  simdjson::dom::object labels;
+  if (!f.root()["id2label"].get_object().get(labels)) c.num_labels = int(labels.size());
+  if (c.num_labels <= 0 || c.num_labels > 1 << 16) {
+    return f.FieldError("id2label", "must name between 1 and 65536 labels");
+  }
   return c;
 }
 

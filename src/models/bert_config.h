@@ -1,6 +1,7 @@
 // BertConfig: the fields of a Hugging Face BertModel config.json that the forward pass needs.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "core/status.h"
@@ -17,6 +18,19 @@ struct BertConfig {
   int type_vocab_size = 2;
   float layer_norm_eps = 1e-12f;
   std::string hidden_act = "gelu";  // only exact (erf) GELU is supported
+  // Added to every position before the position-embedding lookup. 0 for BERT; XLM-RoBERTa
+  // numbers positions from padding_idx + 1 (pad_token_id + 1 = 2), so it has 2 fewer usable
+  // positions than max_position_embeddings.
+  int position_offset = 0;
+  int pad_token_id = 0;
+  // Cross-encoders (*ForSequenceClassification): the classifier on the first token.
+  enum class Head : uint8_t {
+    kNone,
+    kBertPooler,        // BERT: classifier(tanh(pooler.dense(h_cls)))
+    kRobertaClassifier  // XLM-R: classifier.out_proj(tanh(classifier.dense(h_cls)))
+  };
+  Head head = Head::kNone;
+  int num_labels = 0;  // len(id2label) as transformers counts it (2 when absent)
 
   int head_dim() const { return hidden_size / num_attention_heads; }
 };

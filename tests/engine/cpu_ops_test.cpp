@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "core/tensor.h"
@@ -19,7 +20,10 @@
 #include "engine/cpu/layer_norm.h"
 #include "engine/cpu/linear.h"
 #include "engine/cpu/pooling.h"
+#include "engine/cpu/rms_norm.h"
+#include "engine/cpu/rope.h"
 #include "engine/cpu/softmax.h"
+#include "engine/cpu/swiglu.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/cpu/vec_math.h"
 
@@ -325,6 +329,129 @@ TEST(CpuOpsTest, RaggedSelfAttentionMatchesReference) {
           }
         }
       });
+    }
+  });
+}
+
+// Grouped-query heads and causal masking (Qwen3): a plain reference per (sequence, head, token).
+TEST(CpuOpsTest, RaggedAttentionCausalGroupedQueryMatchesReference) {
+  const std::vector<int32_t> lens = {1, 2, 17, 1, 40, 7};
+  std::vector<int32_t> cu = {0};
+  for (int32_t l : lens) cu.push_back(cu.back() + l);
+  const int T = cu.back();
+  for (bool causal : {true, false}) {
+    for (auto [heads, kv, hd] : {std::tuple{4, 2, 16}, std::tuple{6, 1, 8}, std::tuple{3, 3, 5}}) {
+      SCOPED_TRACE(::testing::Message() << "causal " << causal << " heads " << heads << " kv " << kv);
+      const int Q = heads * hd, KV = kv * hd, ld = Q + 2 * KV;
+      auto qkv = Random(size_t(T) * size_t(ld), 41, -2, 2);
+      ForEachPool([&](ThreadPool* pool) {
+        std::vector<float> out(size_t(T) * size_t(Q), -7.0f);
+        Buffer<float> scratch;
+        RaggedAttention(pool, qkv.data(), cu.data(), int(lens.size()), {heads, kv, hd, causal},
+                        out.data(), &scratch);
+        for (size_t s = 0; s < lens.size(); ++s) {
+          for (int h = 0; h < heads; ++h) {
+            const int g = h / (heads / kv);
+            for (int i = cu[s]; i < cu[s + 1]; ++i) {
+              const int last = causal ? i : cu[s + 1] - 1;
+              std::vector<double> p;
+              double mx = -1e300, sum = 0;
+              for (int j = cu[s]; j <= last; ++j) {
+                double dot = 0;
+                for (int d = 0; d < hd; ++d) {
+                  dot += double(qkv[size_t(i) * ld + size_t(h * hd + d)]) *
+                         qkv[size_t(j) * ld + size_t(Q + g * hd + d)];
+                }
+                p.push_back(dot / std::sqrt(double(hd)));
+                mx = std::max(mx, p.back());
+              }
+              for (auto& v : p) sum += (v = std::exp(v - mx));
+              for (int d = 0; d < hd; ++d) {
+                double o = 0;
+                for (int j = cu[s]; j <= last; ++j) {
+                  o += p[size_t(j - cu[s])] / sum * qkv[size_t(j) * ld + size_t(Q + KV + g * hd + d)];
+                }
+                ASSERT_NEAR(out[size_t(i) * Q + size_t(h * hd + d)], o, 1e-5)
+                    << "seq " << s << " head " << h << " token " << i;
+              }
+            }
+          }
+        }
+      });
+    }
+  }
+}
+
+TEST(CpuOpsTest, RmsNormRowsAndHeads) {
+  const int rows = 37, dim = 24;
+  auto x = Random(size_t(rows) * 30, 50, -3, 3);  // rows 30 floats apart
+  auto w = Random(size_t(dim), 51, 0.5f, 1.5f);
+  ForEachPool([&](ThreadPool* pool) {
+    std::vector<float> y(size_t(rows) * dim);
+    RmsNorm(pool, x.data(), 30, rows, dim, w.data(), 1e-6f, y.data(), dim);
+    for (int r = 0; r < rows; ++r) {
+      double sq = 0;
+      for (int i = 0; i < dim; ++i) sq += double(x[size_t(r) * 30 + i]) * x[size_t(r) * 30 + i];
+      const double inv = 1 / std::sqrt(sq / dim + 1e-6);
+      for (int i = 0; i < dim; ++i) {
+        ASSERT_NEAR(y[size_t(r) * dim + i], w[size_t(i)] * x[size_t(r) * 30 + i] * inv, 1e-5);
+      }
+    }
+    // Per head: 3 heads of 8 inside rows of 30, normalised with one 8-wide weight.
+    std::vector<float> h = x;
+    RmsNormHeads(pool, h.data(), 30, rows, 3, 8, w.data(), 1e-6f);
+    for (int r = 0; r < rows; ++r) {
+      for (int k = 0; k < 3; ++k) {
+        const float* in = x.data() + size_t(r) * 30 + size_t(k) * 8;
+        double sq = 0;
+        for (int i = 0; i < 8; ++i) sq += double(in[i]) * in[i];
+        const double inv = 1 / std::sqrt(sq / 8 + 1e-6);
+        for (int i = 0; i < 8; ++i) {
+          ASSERT_NEAR(h[size_t(r) * 30 + size_t(k) * 8 + i], w[size_t(i)] * in[i] * inv, 1e-5);
+        }
+      }
+      for (int i = 24; i < 30; ++i) ASSERT_EQ(h[size_t(r) * 30 + i], x[size_t(r) * 30 + i]);
+    }
+  });
+}
+
+TEST(CpuOpsTest, RopeNeoxLayout) {
+  const int rows = 9, heads = 2, hd = 16, ld = 40;
+  auto x = Random(size_t(rows) * ld, 52);
+  std::vector<int32_t> pos = {0, 1, 2, 3, 100, 511, 7, 8, 2047};
+  ForEachPool([&](ThreadPool* pool) {
+    std::vector<float> y = x;
+    ApplyRope(pool, y.data(), ld, rows, heads, hd, pos.data(), 1e6);
+    for (int r = 0; r < rows; ++r) {
+      for (int h = 0; h < heads; ++h) {
+        for (int i = 0; i < hd / 2; ++i) {
+          const double angle = pos[size_t(r)] * std::pow(1e6, -2.0 * i / hd);
+          const float* in = x.data() + size_t(r) * ld + size_t(h) * hd;
+          const double a = in[i], b = in[i + hd / 2];
+          const float* out = y.data() + size_t(r) * ld + size_t(h) * hd;
+          // fp32 angles (as transformers) drift from exact ones by ~pos * 1e-7.
+          ASSERT_NEAR(out[i], a * std::cos(angle) - b * std::sin(angle), 5e-4) << r << " " << i;
+          ASSERT_NEAR(out[i + hd / 2], b * std::cos(angle) + a * std::sin(angle), 5e-4);
+        }
+      }
+      // Position 0 is the identity; floats past the heads are untouched.
+      for (int i = heads * hd; i < ld; ++i) ASSERT_EQ(y[size_t(r) * ld + i], x[size_t(r) * ld + i]);
+    }
+    for (int i = 0; i < heads * hd; ++i) ASSERT_EQ(y[size_t(i)], x[size_t(i)]);
+  });
+}
+
+TEST(CpuOpsTest, SwiGluGatesUp) {
+  const int rows = 13, dim = 20;
+  auto gu = Random(size_t(rows) * 2 * dim, 53, -6, 6);
+  ForEachPool([&](ThreadPool* pool) {
+    std::vector<float> out(size_t(rows) * dim);
+    SwiGlu(pool, gu.data(), rows, dim, out.data());
+    for (int r = 0; r < rows; ++r) {
+      for (int i = 0; i < dim; ++i) {
+        const double g = gu[size_t(r) * 2 * dim + i], u = gu[size_t(r) * 2 * dim + dim + i];
+        ASSERT_NEAR(out[size_t(r) * dim + i], g / (1 + std::exp(-g)) * u, 1e-5);
+      }
     }
   });
 }

@@ -8,12 +8,15 @@
 
 namespace orchid {
 
-void RaggedSelfAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqlens,
-                         int num_seqs, int num_heads, int head_dim, float* out,
-                         Buffer<float>* scratch) {
+void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqlens, int num_seqs,
+                     const AttentionShape& shape, float* out, Buffer<float>* scratch) {
   if (num_seqs <= 0) return;
+  const int num_heads = shape.num_heads, head_dim = shape.head_dim;
+  const int group = num_heads / shape.num_kv_heads;  // query heads per key/value head
   const int hidden = num_heads * head_dim;
-  const int ld_qkv = 3 * hidden;
+  const int kv_width = shape.num_kv_heads * head_dim;
+  const int ld_qkv = hidden + 2 * kv_width;
+  const bool causal = shape.causal;
   int max_len = 0;
   for (int s = 0; s < num_seqs; ++s) max_len = std::max(max_len, cu_seqlens[s + 1] - cu_seqlens[s]);
   // Per thread: the score matrix and the packed K and V of one head.
@@ -31,15 +34,25 @@ void RaggedSelfAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_s
     float* k_packed = scores + scores_size;
     float* v_packed = k_packed + k_size;
     const int start = cu_seqlens[s], len = cu_seqlens[s + 1] - start;
-    const float* q = qkv + size_t(start) * ld_qkv + size_t(h) * head_dim;
-    const float* k = q + hidden;
-    const float* v = q + 2 * hidden;
+    const float* row = qkv + size_t(start) * ld_qkv;
+    const float* q = row + size_t(h) * head_dim;
+    const float* k = row + hidden + size_t(h / group) * head_dim;
+    const float* v = row + hidden + kv_width + size_t(h / group) * head_dim;
     float* o = out + size_t(start) * hidden + size_t(h) * head_dim;
     // scores = Q K^T / sqrt(d): K's rows are the "weight" rows.
     PackRows(k, len, head_dim, ld_qkv, k_packed);
     PackedGemm(q, len, ld_qkv, PanelView{k_packed, len, head_dim}, scale, nullptr, scores, len,
                Epilogue::kNone);
-    SoftmaxRows(scores, len, len, len);
+    if (causal) {
+      // Row i keeps columns 0..i; the masked ones become exact zeros, as softmax of -inf.
+      for (int i = 0; i < len; ++i) {
+        float* r = scores + size_t(i) * len;
+        SoftmaxRows(r, 1, i + 1, len);
+        std::fill(r + i + 1, r + len, 0.0f);
+      }
+    } else {
+      SoftmaxRows(scores, len, len, len);
+    }
     // out = P V: V [len, d] holds the weight W = V^T column by column.
     PackColumns(v, head_dim, len, ld_qkv, v_packed);
     PackedGemm(scores, len, len, PanelView{v_packed, head_dim, len}, 1.0f, nullptr, o, hidden,

@@ -14,10 +14,25 @@
 
 namespace orchid {
 
-// qkv: [num_tokens, 3 * num_heads * head_dim], each row [Q | K | V], heads contiguous inside each.
+struct AttentionShape {
+  int num_heads = 0;     // query heads
+  int num_kv_heads = 0;  // key/value heads; divides num_heads (grouped-query attention)
+  int head_dim = 0;
+  bool causal = false;   // token i attends to tokens 0..i of its sequence only
+};
+
+// qkv: [num_tokens, (num_heads + 2 * num_kv_heads) * head_dim], each row [Q | K | V], heads
+// contiguous inside each; query head h reads key/value head h / (num_heads / num_kv_heads).
 // out: [num_tokens, num_heads * head_dim]. scratch grows to threads x max_len^2 floats.
-void RaggedSelfAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqlens,
-                         int num_seqs, int num_heads, int head_dim, float* out,
-                         Buffer<float>* scratch);
+void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqlens, int num_seqs,
+                     const AttentionShape& shape, float* out, Buffer<float>* scratch);
+
+// Bidirectional multi-head attention (BERT): RaggedAttention with num_kv_heads == num_heads.
+inline void RaggedSelfAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqlens,
+                                int num_seqs, int num_heads, int head_dim, float* out,
+                                Buffer<float>* scratch) {
+  RaggedAttention(pool, qkv, cu_seqlens, num_seqs, {num_heads, num_heads, head_dim, false}, out,
+                  scratch);
+}
 
 }  // namespace orchid

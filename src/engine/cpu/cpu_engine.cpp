@@ -104,10 +104,19 @@ class CpuEngine final : public Engine {
     const int dim = info_.hidden_size;
     Embeddings out;
     out.rows = batch.num_sequences();
-    out.dim = dim;
+    out.dim = info_.output_dim();
     if (out.rows == 0) return out;
     hidden_.Reserve(size_t(batch.num_tokens()) * size_t(dim));
     ORCHID_RETURN_IF_ERROR(model_->Forward(batch, hidden_.data()));
+    if (info_.task == ModelTask::kScore) {
+      // Scorers: pool, then the model's head; logits are never normalised.
+      pooled_.Reserve(size_t(out.rows) * size_t(dim));
+      Pool(hidden_.data(), dim, batch.cu_seqlens.data(), out.rows, batch.pooling.data(),
+           pooled_.data());
+      out.data.resize(size_t(out.rows) * size_t(out.dim));
+      ORCHID_RETURN_IF_ERROR(model_->Head(pooled_.data(), out.rows, out.data.data()));
+      return out;
+    }
     out.data.resize(size_t(out.rows) * size_t(dim));
     Pool(hidden_.data(), dim, batch.cu_seqlens.data(), out.rows, batch.pooling.data(),
          out.data.data());
@@ -119,6 +128,7 @@ class CpuEngine final : public Engine {
   const ModelInfo info_;
   int num_threads_ = 1;
   Buffer<float> hidden_;  // engine thread only
+  Buffer<float> pooled_;  // engine thread only (scorers)
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -1,0 +1,211 @@
+// XLM-RoBERTa, Qwen3 (causal and bidirectional) and the rerankers (BERT / XLM-R cross-encoders,
+// Qwen3-Reranker) through LoadModel + CpuEngine against Hugging Face transformers.
+//
+// The models are small random-weight checkpoints that tests/fixtures/models/build.py writes
+// into models/fixtures/ (`make fixtures`, numpy only); reference/<model>.json holds the token ids
+// and what transformers (PyTorch fp32) computed for them, made by make_reference.py from the
+// very same files. Every model runs all its sequences (lengths 1 to 512) as one ragged batch,
+// and again as two batches in reverse order: embeddings must reach cosine >= 0.99999 and scores
+// must be within 1e-4 with the same ordering.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "engine/cpu/cpu_engine.h"
+#include "models/model_loader.h"
+
+namespace orchid {
+namespace {
+
+const std::string kModels = ORCHID_SOURCE_DIR "/models/fixtures";
+const std::string kReference = ORCHID_SOURCE_DIR "/tests/fixtures/models/reference";
+
+struct Case {
+  std::vector<std::vector<int32_t>> ids, type_ids;
+  std::vector<std::vector<double>> expected;
+  bool score = false;
+};
+
+Case ReadCase(const std::string& name) {
+  Case c;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  const std::string path = kReference + "/" + name + ".json";
+  if (parser.load(path).get(doc)) {
+    ADD_FAILURE() << "cannot read " << path;
+    return c;
+  }
+  c.score = std::string_view(doc["kind"].get_string().value()) == "score";
+  for (auto s : doc["sequences"].get_array()) {
+    std::vector<int32_t> ids, types;
+    for (auto v : s["ids"].get_array()) ids.push_back(int32_t(v.get_int64().value()));
+    simdjson::dom::array t;
+    if (!s["type_ids"].get_array().get(t)) {
+      for (auto v : t) types.push_back(int32_t(v.get_int64().value()));
+    }
+    std::vector<double> e;
+    for (auto v : s["expected"].get_array()) e.push_back(v.get_double().value());
+    c.ids.push_back(std::move(ids));
+    c.type_ids.push_back(std::move(types));
+    c.expected.push_back(std::move(e));
+  }
+  return c;
+}
+
+std::unique_ptr<Engine> Load(const std::string& name) {
+  const std::string dir = kModels + "/" + name;
+  if (!std::filesystem::exists(dir + "/model.safetensors")) {
+    ADD_FAILURE() << dir << " is missing: run `make fixtures` (tests/fixtures/models/build.py)";
+    return nullptr;
+  }
+  auto model = LoadModel(dir);
+  if (!model.ok()) {
+    ADD_FAILURE() << model.status().ToString();
+    return nullptr;
+  }
+  return MakeCpuEngine(std::move(model).value(), {.num_threads = 2});
+}
+
+double Cosine(const float* a, const std::vector<double>& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    ab += a[i] * b[i];
+    aa += double(a[i]) * a[i];
+    bb += b[i] * b[i];
+  }
+  return ab / std::sqrt(aa * bb);
+}
+
+// Runs the sequences `order` names as one batch; rows come back in that order.
+Embeddings Run(Engine* engine, const Case& c, const std::vector<size_t>& order) {
+  const ModelInfo& info = engine->info();
+  RaggedBatch b;
+  for (size_t i : order) {
+    b.Add(c.ids[i].data(), int(c.ids[i].size()), info.default_pooling, info.default_normalize,
+          c.type_ids[i].empty() ? nullptr : c.type_ids[i].data());
+  }
+  Result<Embeddings> r = engine->Submit(std::move(b)).wait();
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(r).value() : Embeddings{};
+}
+
+void CheckModel(const std::string& name, ModelTask task, Pooling pooling, bool causal) {
+  SCOPED_TRACE(name);
+  const Case c = ReadCase(name);
+  ASSERT_GE(c.ids.size(), 10u);
+  auto engine = Load(name);
+  ASSERT_NE(engine, nullptr);
+  const ModelInfo& info = engine->info();
+  EXPECT_EQ(info.task, task);
+  EXPECT_EQ(info.default_pooling, pooling);
+  EXPECT_EQ(info.causal, causal);
+  const int dim = info.output_dim();
+  ASSERT_EQ(size_t(dim), c.expected[0].size());
+  size_t longest = 0, shortest = SIZE_MAX;
+  for (const auto& ids : c.ids) {
+    longest = std::max(longest, ids.size());
+    shortest = std::min(shortest, ids.size());
+  }
+  EXPECT_EQ(shortest, 1u);
+  EXPECT_EQ(longest, 512u);
+
+  // The reference outputs must tell the inputs apart, or agreeing with them proves little.
+  if (!c.score) {
+    for (size_t i = 1; i < c.expected.size(); ++i) {
+      std::vector<float> a(c.expected[0].begin(), c.expected[0].end());
+      EXPECT_LT(Cosine(a.data(), c.expected[i]), 0.9999) << "reference rows 0 and " << i;
+    }
+  }
+
+  std::vector<size_t> all(c.ids.size());
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<size_t> first(all.rbegin(), all.rbegin() + long(all.size() / 2));
+  std::vector<size_t> second(all.rbegin() + long(all.size() / 2), all.rend());
+  for (const auto& batches : {std::vector<std::vector<size_t>>{all},
+                              std::vector<std::vector<size_t>>{first, second}}) {
+    std::vector<double> got(c.ids.size());
+    for (const auto& order : batches) {
+      Embeddings e = Run(engine.get(), c, order);
+      ASSERT_EQ(e.rows, int(order.size()));
+      ASSERT_EQ(e.dim, dim);
+      for (size_t k = 0; k < order.size(); ++k) {
+        const size_t i = order[k];
+        if (c.score) {
+          got[i] = e.row(int(k))[0];
+          EXPECT_NEAR(got[i], c.expected[i][0], 1e-4) << "sequence " << i << " (length "
+                                                       << c.ids[i].size() << ")";
+        } else {
+          EXPECT_GE(Cosine(e.row(int(k)), c.expected[i]), 0.99999)
+              << "sequence " << i << " (length " << c.ids[i].size() << ")";
+          if (info.default_normalize) {
+            double n = 0;
+            for (int j = 0; j < dim; ++j) n += double(e.row(int(k))[j]) * e.row(int(k))[j];
+            EXPECT_NEAR(n, 1.0, 1e-5);
+          }
+        }
+      }
+    }
+    if (c.score) {  // same ranking as the reference
+      std::vector<size_t> ours(all), theirs(all);
+      std::sort(ours.begin(), ours.end(), [&](size_t a, size_t b) { return got[a] > got[b]; });
+      std::sort(theirs.begin(), theirs.end(),
+                [&](size_t a, size_t b) { return c.expected[a][0] > c.expected[b][0]; });
+      EXPECT_EQ(ours, theirs);
+    }
+  }
+}
+
+TEST(ModelFamiliesTest, XlmRobertaEmbedder) {
+  CheckModel("xlmr-embed", ModelTask::kEmbed, Pooling::kMean, false);
+}
+
+TEST(ModelFamiliesTest, BertCrossEncoder) {
+  CheckModel("bert-cross-encoder", ModelTask::kScore, Pooling::kCls, false);
+}
+
+TEST(ModelFamiliesTest, XlmRobertaCrossEncoder) {
+  CheckModel("xlmr-cross-encoder", ModelTask::kScore, Pooling::kCls, false);
+}
+
+TEST(ModelFamiliesTest, Qwen3CausalEmbedder) {
+  CheckModel("qwen3-embed", ModelTask::kEmbed, Pooling::kLastToken, true);
+}
+
+TEST(ModelFamiliesTest, Qwen3BidirectionalEmbedder) {
+  CheckModel("qwen3-bidir", ModelTask::kEmbed, Pooling::kMean, false);
+}
+
+TEST(ModelFamiliesTest, Qwen3Reranker) {
+  CheckModel("qwen3-reranker", ModelTask::kScore, Pooling::kLastToken, true);
+}
+
+// What the loader reads beyond the weights: activation, pair format, usable positions.
+TEST(ModelFamiliesTest, LoaderReadsScorerSettingsAndPositionOffset) {
+  auto bert = Load("bert-cross-encoder");
+  auto xlmr = Load("xlmr-cross-encoder");
+  auto qwen = Load("qwen3-reranker");
+  auto xlmr_embed = Load("xlmr-embed");
+  ASSERT_TRUE(bert && xlmr && qwen && xlmr_embed);
+  EXPECT_EQ(bert->info().score_activation, ScoreActivation::kSigmoid);
+  EXPECT_EQ(xlmr->info().score_activation, ScoreActivation::kIdentity);
+  EXPECT_EQ(bert->info().pair_format, PairFormat::kTokenizerPair);
+  EXPECT_EQ(qwen->info().pair_format, PairFormat::kQwen3RerankerChat);
+  EXPECT_EQ(bert->info().num_labels, 1);
+  EXPECT_EQ(qwen->info().output_dim(), 1);
+  // XLM-R: 514 position embeddings, the first two used up by padding_idx + 1.
+  EXPECT_EQ(xlmr_embed->info().max_position_embeddings, 512);
+  EXPECT_EQ(xlmr_embed->info().max_seq_length, 512);
+  std::vector<int32_t> ids(513, 5);
+  RaggedBatch b;
+  b.Add(ids.data(), int(ids.size()), Pooling::kMean, false);
+  EXPECT_EQ(xlmr_embed->Submit(std::move(b)).wait().status().code(), StatusCode::kOutOfRange);
+}
+
+}  // namespace
+}  // namespace orchid
