@@ -54,10 +54,11 @@ Architecture Classify(const std::string& arch, const std::string& model_type) {
   if (is({"XLMRobertaForSequenceClassification", "RobertaForSequenceClassification"})) {
     return {Family::kXlmRoberta, true};
   }
-  if (is({"Qwen3Model", "qwen3"})) return {Family::kQwen3};
+  // pplx-embed-v1: Qwen3 with bidirectional attention (its config says so) and int8 output.
+  if (is({"Qwen3Model", "qwen3", "PPLXQwen3Model"})) return {Family::kQwen3};
   if (is({"Qwen3ForCausalLM"})) return {Family::kQwen3, false, true};
   // Custom heads over the Qwen3 body (pplx-embed-v1's remote code) keep model_type "qwen3".
-  if (model_type == "qwen3") return {Family::kQwen3};
+  if (model_type == "qwen3" || model_type == "bidirectional_pplx_qwen3") return {Family::kQwen3};
   return {};
 }
 
@@ -139,6 +140,10 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir) {
     // Without sentence-transformers files a decoder pools its last token (the only one that
     // has seen the whole sequence under causal attention).
     if (!st.present) info.default_pooling = Pooling::kLastToken;
+    // pplx-embed-v1 natively answers int8 = round(tanh(x) * 127) (its model card; TEI's Pplx1).
+    if (model_type == "bidirectional_pplx_qwen3" || arch == "PPLXQwen3Model") {
+      info.native_quantization = NativeQuantization::kTanhInt8;
+    }
     info.max_seq_length = st.max_seq_length > 0 && st.max_seq_length < qwen.max_position_embeddings
                               ? st.max_seq_length
                               : qwen.max_position_embeddings;

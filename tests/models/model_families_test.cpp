@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -205,6 +206,38 @@ TEST(ModelFamiliesTest, LoaderReadsScorerSettingsAndPositionOffset) {
   RaggedBatch b;
   b.Add(ids.data(), int(ids.size()), Pooling::kMean, false);
   EXPECT_EQ(xlmr_embed->Submit(std::move(b)).wait().status().code(), StatusCode::kOutOfRange);
+}
+
+// pplx-embed-v1's config (model_type bidirectional_pplx_qwen3, PPLXQwen3Model): the Qwen3 body,
+// bidirectional, with the native int8 output flagged.
+TEST(ModelFamiliesTest, PplxEmbedConfigIsBidirectionalQwen3WithNativeInt8) {
+  const std::string src = kModels + "/qwen3-bidir";
+  ASSERT_TRUE(std::filesystem::exists(src + "/model.safetensors")) << "run `make fixtures`";
+  const std::string dir = ::testing::TempDir() + "/orchid_pplx_fixture";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const char* f : {"model.safetensors", "tokenizer.json", "modules.json", "1_Pooling",
+                        "sentence_bert_config.json"}) {
+    std::filesystem::create_symlink(src + "/" + f, dir + "/" + f);
+  }
+  simdjson::dom::parser parser;
+  std::string config = std::string(simdjson::minify(parser.load(src + "/config.json").value()));
+  const std::string from = "\"architectures\":[\"Qwen3Model\"]";
+  ASSERT_NE(config.find(from), std::string::npos);
+  config.replace(config.find(from), from.size(), "\"architectures\":[\"PPLXQwen3Model\"]");
+  const std::string type = "\"model_type\":\"qwen3\"";
+  ASSERT_NE(config.find(type), std::string::npos);
+  config.replace(config.find(type), type.size(), "\"model_type\":\"bidirectional_pplx_qwen3\"");
+  {
+    std::ofstream out(dir + "/config.json");
+    out << config;
+  }
+  auto model = LoadModel(dir);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_EQ((*model)->info().native_quantization, NativeQuantization::kTanhInt8);
+  EXPECT_FALSE((*model)->info().causal);
+  EXPECT_EQ((*model)->info().architecture, "PPLXQwen3Model");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
