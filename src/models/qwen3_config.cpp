@@ -50,9 +50,38 @@ Result<Qwen3Config> ReadQwen3Config(const std::string& path) {
   ORCHID_ASSIGN_OR_RETURN(double eps, f.Number("rms_norm_eps", 1e-6));
   if (!(eps > 0 && eps < 1)) return f.FieldError("rms_norm_eps", "must be in (0, 1)");
   c.rms_norm_eps = float(eps);
+  // transformers < 5 writes "rope_theta" (+ "rope_scaling": null); 5.x writes
+  // "rope_parameters": {"rope_theta": .., "rope_type": "default"}.
   ORCHID_ASSIGN_OR_RETURN(c.rope_theta, f.Number("rope_theta", 10000.0));
+  simdjson::dom::element rope;
+  if (!f.root()["rope_parameters"].get(rope) && !rope.is_null()) {
+    simdjson::dom::object params;
+    if (rope.get_object().get(params)) {
+      return f.FieldError("rope_parameters", "must be an object");
+    }
+    std::string_view type = "default";
+    simdjson::dom::element t;
+    if (!params["rope_type"].get(t) && !t.is_null() && t.get_string().get(type)) {
+      return f.FieldError("rope_parameters.rope_type", "must be a string");
+    }
+    if (type != "default") {
+      return f.FieldError("rope_parameters.rope_type",
+                          fmt::format("is \"{}\"; only \"default\" rotary embeddings are supported",
+                                      type));
+    }
+    double theta = 0;
+    if (!params["rope_theta"].get(t) && !t.is_null()) {
+      if (t.get_double().get(theta)) {
+        int64_t i = 0;
+        if (t.get_int64().get(i)) return f.FieldError("rope_parameters.rope_theta", "must be a number");
+        theta = double(i);
+      }
+      c.rope_theta = theta;
+    }
+  }
   if (!(c.rope_theta > 1)) return f.FieldError("rope_theta", "must be greater than 1");
-  if (f.Has("rope_scaling")) {
+  simdjson::dom::element scaling;
+  if (!f.root()["rope_scaling"].get(scaling) && !scaling.is_null()) {
     return f.FieldError("rope_scaling", "is set; scaled rotary embeddings are not supported");
   }
   ORCHID_ASSIGN_OR_RETURN(bool sliding, f.Bool("use_sliding_window", false));
