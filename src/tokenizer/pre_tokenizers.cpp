@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -305,14 +306,22 @@ class MetaspacePreTokenizer final : public PreTokenizer {
                 (scheme_ == PrependScheme::kFirst && in.begin[range.begin] == 0);
     }
     if (prepend) Append(replacement_, in.begin[range.begin], in.end[range.begin], out);
-    for (uint32_t i = range.begin; i < range.end; ++i) {
+    // Spaces become the replacement; the runs between them are copied whole.
+    uint32_t i = range.begin;
+    while (i < range.end) {
       if (text[i] == ' ') {
         Append(replacement_, in.begin[i], in.end[i], out);
-      } else {
-        out->text.push_back(text[i]);
-        out->begin.push_back(in.begin[i]);
-        out->end.push_back(in.end[i]);
+        ++i;
+        continue;
       }
+      const void* hit = std::memchr(text.data() + i, ' ', range.end - i);
+      const auto run_end = hit == nullptr ? range.end
+                                          : static_cast<uint32_t>(static_cast<const char*>(hit) -
+                                                                  text.data());
+      out->text.append(text.substr(i, run_end - i));
+      out->begin.insert(out->begin.end(), in.begin.begin() + i, in.begin.begin() + run_end);
+      out->end.insert(out->end.end(), in.end.begin() + i, in.end.begin() + run_end);
+      i = run_end;
     }
     const Span rewritten{start, static_cast<uint32_t>(out->text.size())};
     if (split_) {

@@ -95,6 +95,8 @@ class PrecompiledNormalizer final : public Normalizer {
     for (size_t c = 0; c < ascii_.size(); ++c) {
       const char ch = static_cast<char>(c);
       ascii_[c].mapped = map_->Transform(std::string_view(&ch, 1), &ascii_[c].norm);
+      // CR is left out: CR LF is one grapheme.
+      ascii_[c].identity = !ascii_[c].mapped && ch != '\r';
     }
   }
 
@@ -113,6 +115,25 @@ class PrecompiledNormalizer final : public Normalizer {
     size_t i = 0;
     while (i < text.size()) {
       const auto c = static_cast<unsigned char>(text[i]);
+      if (i == g && c < 0x80 && ascii_[c].identity) {
+        // Bulk path: a run of ASCII characters the charsmap leaves alone, each its own
+        // grapheme, is copied in one go. The run's last character stays for the general path:
+        // it may start a grapheme with what follows (a combining mark after a letter).
+        size_t j = i + 1;
+        while (j < text.size() && static_cast<unsigned char>(text[j]) < 0x80 &&
+               ascii_[static_cast<unsigned char>(text[j])].identity) {
+          ++j;
+        }
+        const size_t stop = j == text.size() ? j : j - 1;
+        if (stop > i) {
+          CopyIdentity(in, i, stop, out);
+          g = i = stop;
+          state = 0;
+          prev = stop > 0 ? static_cast<unsigned char>(text[stop - 1]) : 0;
+          if (i == text.size()) break;
+          continue;
+        }
+      }
       if (c < 0x80 && prev < 0x80 && i > g && !(prev == '\r' && c == '\n')) {
         // Fast path: between two ASCII characters (but CR LF) is always a grapheme break, and
         // utf8proc's state after an ASCII character is just that character's class, which it
@@ -187,6 +208,14 @@ class PrecompiledNormalizer final : public Normalizer {
     }
   }
 
+  static void CopyIdentity(const NormalizedText& in, size_t b, size_t e, NormalizedText* out) {
+    out->text.append(std::string_view(in.text).substr(b, e - b));
+    out->begin.insert(out->begin.end(), in.begin.begin() + static_cast<ptrdiff_t>(b),
+                      in.begin.begin() + static_cast<ptrdiff_t>(e));
+    out->end.insert(out->end.end(), in.end.begin() + static_cast<ptrdiff_t>(b),
+                    in.end.begin() + static_cast<ptrdiff_t>(e));
+  }
+
   static void Emit(std::string_view norm, uint32_t b, uint32_t e, NormalizedText* out) {
     out->text.append(norm);
     out->begin.insert(out->begin.end(), norm.size(), b);
@@ -196,6 +225,7 @@ class PrecompiledNormalizer final : public Normalizer {
   // Transform() of each single ASCII character, precomputed: most text is ASCII.
   struct AsciiMapping {
     bool mapped = false;
+    bool identity = false;  // unmapped and not CR: copied as it is, a grapheme of its own
     std::string_view norm;
   };
   std::unique_ptr<PrecompiledCharsmap> map_;
