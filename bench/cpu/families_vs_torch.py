@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Issue 6's CPU benchmark: orchid's CPU engine vs Hugging Face transformers on PyTorch (fp32,
+SDPA, the same thread count), same machine, same run, for full-size random-weight models:
+
+  qwen3-0.6b-causal   Qwen3-0.6B's shape (28 layers, hidden 1024, 16 q / 8 kv heads of 128,
+                      SwiGLU 3072, vocab 151936), causal, last-token pooling + L2
+  qwen3-0.6b-bidir    the same weights with bidirectional attention (pplx-embed style), mean
+  xlmr-base           XLM-RoBERTa-base's shape (12 layers, hidden 768, vocab 250002), mean + L2
+  minilm-reranker     a cross-encoder of ms-marco-MiniLM-L-6-v2's shape (6 layers, hidden 384),
+                      BertForSequenceClassification, 1 label: the rerank suite (5 / 25 / 50
+                      pairs of 512 tokens)
+
+Models are made once with transformers' own initialisation (seeded) and cached in
+models/bench/. Both sides get the same token ids (random ids: speed does not depend on the
+text). Before timing, orchid's first output is checked against PyTorch's (cosine >= 0.99999 for
+embeddings, |logit difference| <= 1e-3 for scores). Writes Markdown + JSON to bench/results/.
+
+  .venv-bench/bin/python bench/cpu/families_vs_torch.py [--quick]
+"""
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench" / "cpu"))
+sys.path.insert(0, str(REPO / "tests" / "fixtures" / "models"))
+from engine_vs_torch import commit, machine, percentiles  # noqa: E402
+from build import st_files  # noqa: E402
+
+QWEN3_06B = dict(model_type="qwen3", architectures=["Qwen3Model"], vocab_size=151936, hidden_size=1024,
+                 num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8, head_dim=128,
+                 intermediate_size=3072, hidden_act="silu", max_position_embeddings=40960,
+                 rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True,
+                 attention_bias=False, use_sliding_window=False)
+XLMR_BASE = dict(model_type="xlm-roberta", architectures=["XLMRobertaModel"], vocab_size=250002,
+                 hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
+                 hidden_act="gelu", max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-5,
+                 pad_token_id=1, bos_token_id=0, eos_token_id=2)
+MINILM_RERANKER = dict(model_type="bert", architectures=["BertForSequenceClassification"], vocab_size=30522,
+                       hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536,
+                       hidden_act="gelu", max_position_embeddings=512, type_vocab_size=2,
+                       id2label={"0": "LABEL_0"}, label2id={"LABEL_0": 0})
+
+MODELS = {
+    # name: (config, pooling, normalize, kind, bidirectional)
+    "qwen3-0.6b-causal": (QWEN3_06B, "lasttoken", True, "embed", False),
+    "qwen3-0.6b-bidir": (dict(QWEN3_06B, use_bidirectional_attention=True), "mean", False, "embed", True),
+    "xlmr-base": (XLMR_BASE, "mean", True, "embed", False),
+    "minilm-reranker": (MINILM_RERANKER, "cls", False, "score", False),
+}
+
+
+def make_model(name, root):
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification
+    cfg, pooling, normalize, kind, _ = MODELS[name]
+    d = root / name
+    if (d / "model.safetensors").exists():
+        return d
+    d.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    config = AutoConfig.for_model(cfg["model_type"], **{k: v for k, v in cfg.items() if k != "model_type"})
+    cls = AutoModelForSequenceClassification if kind == "score" else AutoModel
+    model = cls.from_config(config)
+    model.save_pretrained(d, safe_serialization=True)
+    # save_pretrained writes what transformers knows; keep our flags (bidirectional) in config.json.
+    c = json.loads((d / "config.json").read_text())
+    c.update({k: v for k, v in cfg.items() if k in ("use_bidirectional_attention", "architectures")})
+    (d / "config.json").write_text(json.dumps(c, indent=2))
+    if kind == "embed":
+        st_files(d, pooling, normalize, cfg["hidden_size"], 8192)
+    return d
+
+
+def torch_model(name, d):
+    import torch
+    from transformers import AutoModel, AutoModelForSequenceClassification
+    _, pooling, normalize, kind, bidir = MODELS[name]
+    cls = AutoModelForSequenceClassification if kind == "score" else AutoModel
+    model = cls.from_pretrained(d, dtype=torch.float32, attn_implementation="sdpa").eval()
+    kwargs = {}
+    if bidir:  # as pplx-embed's modelling code: no causal mask
+        for layer in model.layers:
+            layer.self_attn.is_causal = False
+        kwargs["attention_mask"] = {"full_attention": None}
+
+    def run(ids):
+        x = torch.tensor(ids)
+        if kind == "score":
+            return model(input_ids=x).logits[:, 0]
+        h = model(input_ids=x, **kwargs).last_hidden_state
+        v = {"mean": h.mean(1), "lasttoken": h[:, -1], "cls": h[:, 0]}[pooling]
+        return torch.nn.functional.normalize(v, dim=-1) if normalize else v
+    return run
+
+
+def time_torch(run, seqs, args):
+    import torch
+    with torch.inference_mode():
+        for _ in range(args.warmup):
+            first = run(seqs)[0].numpy().copy()
+        ms, start = [], time.perf_counter()
+        while True:
+            t0 = time.perf_counter()
+            run(seqs)
+            t1 = time.perf_counter()
+            ms.append((t1 - t0) * 1000)
+            if len(ms) >= args.min_iters and t1 - start >= args.min_seconds:
+                break
+    return ms, np.atleast_1d(first)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--bench-bin", default=str(REPO / "build" / "orchid_engine_bench"))
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--min-iters", type=int, default=3)
+    ap.add_argument("--min-seconds", type=float, default=2.0)
+    ap.add_argument("--embed-shapes", default="1x128,1x512,8x512", help="BATCHxLENGTH list for embedders")
+    ap.add_argument("--rerank-shapes", default="5x512,25x512,50x512", help="BATCHxLENGTH list for rerankers")
+    ap.add_argument("--out", default=str(REPO / "bench" / "results"))
+    args = ap.parse_args()
+
+    import torch
+    torch.set_num_threads(args.threads)
+    rng = np.random.default_rng(0)
+    root = REPO / "models" / "bench"
+    rows, raw = [], []
+    for name in args.models.split(","):
+        d = make_model(name, root)
+        kind = MODELS[name][3]
+        spec = args.rerank_shapes if kind == "score" else args.embed_shapes
+        shapes = [tuple(int(v) for v in x.split("x")) for x in spec.split(",")]
+        cases = [{"name": f"b{b}_l{n}", "batch": b, "length": n,
+                  "seqs": rng.integers(1000, 30000, size=(b, n)).tolist()} for b, n in shapes]
+        ids_path = root / f"{name}.ids.jsonl"
+        ids_path.write_text("".join(json.dumps({"name": c["name"], "seqs": c["seqs"]}) + "\n" for c in cases))
+        print(f"{name}: orchid ...", file=sys.stderr, flush=True)
+        out = subprocess.check_output([args.bench_bin, "--model", str(d), "--ids", str(ids_path), "--threads",
+                                       str(args.threads), "--warmup", str(args.warmup), "--min-iters",
+                                       str(args.min_iters), "--min-seconds", str(args.min_seconds)], text=True)
+        orchid = {r["name"]: r for r in map(json.loads, out.splitlines())}
+        print(f"{name}: torch ...", file=sys.stderr, flush=True)
+        run = torch_model(name, d)
+        for c in cases:
+            o = orchid[c["name"]]
+            ms, first = time_torch(run, c["seqs"], args)
+            a = np.array(o["first_embedding"], dtype=np.float64)
+            if kind == "score":
+                fid, ok = abs(float(a[0]) - float(first[0])), abs(float(a[0]) - float(first[0])) <= 1e-3
+                fid_s = f"|d| {fid:.1e}"
+            else:
+                fid = float(a @ first / (np.linalg.norm(a) * np.linalg.norm(first)))
+                ok, fid_s = fid >= 0.99999, f"cos {fid:.6f}"
+            tp = percentiles(ms)
+            t_eps = c["batch"] * len(ms) / (sum(ms) / 1000)
+            rows.append((name, c["name"], o["p50_ms"], o["emb_per_s"], tp["p50"], t_eps,
+                         o["emb_per_s"] / t_eps, fid_s, ok))
+            raw.append({"model": name, "case": c["name"], "fidelity": fid, "fidelity_ok": ok,
+                        "orchid": {k: o[k] for k in ("iters", "p50_ms", "p90_ms", "p99_ms", "emb_per_s")},
+                        "torch": {"iters": len(ms), **{k + "_ms": v for k, v in tp.items()}, "emb_per_s": t_eps}})
+            print(rows[-1], file=sys.stderr, flush=True)
+        del run
+
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    header = [
+        "# CPU engine, model families: orchid vs transformers (PyTorch fp32, SDPA)", "",
+        f"- machine: {machine()}", f"- commit: {commit()}", f"- date: {date}",
+        f"- threads: {args.threads} on both sides; torch {torch.__version__}",
+        "- random-weight models of real sizes (transformers' init, seed 0); engine level: same token ids, "
+        "no HTTP, no tokenizer", f"- each case: {args.warmup} warm-up, then >= {args.min_iters} runs and >= "
+        f"{args.min_seconds} s; medians", "",
+        "| model | case | orchid p50 ms | orchid seq/s | torch p50 ms | torch seq/s | throughput ratio | fidelity |",
+        "|---|---|---|---|---|---|---|---|"]
+    lines = [f"| {r[0]} | {r[1]} | {r[2]:.1f} | {r[3]:.2f} | {r[4]:.1f} | {r[5]:.2f} | {r[6]:.2f}x | {r[7]}{'' if r[8] else ' FAILED'} |"
+             for r in rows]
+    text = "\n".join(header + lines) + "\n"
+    print(text)
+    os.makedirs(args.out, exist_ok=True)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    base = os.path.join(args.out, f"cpu-families-{stamp}")
+    Path(base + ".md").write_text(text)
+    Path(base + ".json").write_text(json.dumps({"machine": machine(), "commit": commit(), "date": date,
+                                                "threads": args.threads, "cases": raw}, indent=1))
+    print(f"wrote {base}.md and .json", file=sys.stderr)
+    if not all(r[8] for r in rows):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
