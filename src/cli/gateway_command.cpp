@@ -95,9 +95,10 @@ int RunGateway(const GatewayCommandOptions& o) {
     return 1;
   }
   const ModelInfo& info = (*pool)->model_info();
-  spdlog::info("orchid gateway for {} (dim {}, max {} tokens) on http://{} (port {}), {} replica(s)",
-               gw.served_model_name, info.hidden_size, info.max_seq_length, o.listen,
-               gateway.port(), (*pool)->replicas().size());
+  spdlog::info(
+      "orchid gateway for {} (dim {}, max {} tokens) on http://{} (port {}), {} replica(s)",
+      gw.served_model_name, info.output_dim(), info.max_seq_length, o.listen, gateway.port(),
+      (*pool)->replicas().size());
 
   spdlog::info("received {}, shutting down", WaitForStopSignal(stop_signals));
   gateway.Stop();

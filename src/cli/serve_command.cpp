@@ -1,25 +1,30 @@
-// `orchid serve --model DIR`: gateway and worker in one process, no network hop — the HTTP API
-// in front of a TokenBudgetScheduler in front of a CPU engine. Runs until SIGINT or SIGTERM.
+// `orchid serve --model DIR | --model NAME=DIR ...`: gateway and worker in one process, no
+// network hop — the HTTP API in front of one TokenBudgetScheduler and CPU engine per model
+// (requests select a model by name). Runs until SIGINT or SIGTERM.
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/serving.h"
 #include "gateway/embed_backend.h"
 #include "gateway/gateway.h"
 #include "models/model_loader.h"
+#include "models/sentence_transformers.h"
 #include "tokenizer/tokenizer.h"
 
 namespace orchid::cli {
 namespace {
 
 struct ServeOptions {
-  std::string model_dir;
+  std::vector<std::string> models;  // DIR or NAME=DIR, in order; the first is the default
   std::string host = "127.0.0.1";
   uint16_t port = 8080;
   std::string served_model_name;
@@ -27,46 +32,125 @@ struct ServeOptions {
   HttpFrontFlags http;
 };
 
+struct ModelSpec {
+  std::string name;  // empty: --served-model-name or the directory's name
+  std::string dir;
+};
+
+// "NAME=DIR" or "DIR" (a directory that exists as given is never split, so paths with '='
+// still work).
+ModelSpec ParseModelSpec(const std::string& s) {
+  const size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || std::filesystem::is_directory(s)) return {"", s};
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+// One hosted model: its engine and scheduler, tokenizer and in-process backend.
+struct HostedModel {
+  ModelSpec spec;
+  ServingModel serving;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<LocalBackend> backend;
+};
+
 int RunServe(const ServeOptions& o) {
   const sigset_t stop_signals = BlockStopSignals();
   MetricsRegistry metrics;
-  auto serving = LoadServingModel(o.model_dir, o.served_model_name, o.scheduler, &metrics);
-  if (!serving.ok()) {
-    spdlog::error("{}", serving.status().ToString());
-    return serving.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  std::vector<ModelSpec> specs;
+  for (const std::string& m : o.models) specs.push_back(ParseModelSpec(m));
+  if (specs.size() > 1 && !o.served_model_name.empty()) {
+    spdlog::error(
+        "--served-model-name names a single model; with several --model, use "
+        "--model NAME=DIR");
+    return 2;
   }
-  auto tokenizer = Tokenizer::FromFile(TokenizerPath(o.model_dir));
-  if (!tokenizer.ok()) {
-    spdlog::error("cannot load tokenizer: {}", tokenizer.status().ToString());
-    return 1;
+  std::vector<std::unique_ptr<HostedModel>> hosted;
+  std::set<std::string> names;
+  auto shutdown_all = [&hosted] {
+    for (auto& h : hosted) h->serving.scheduler->Shutdown();
+  };
+  for (const ModelSpec& spec : specs) {
+    if (!std::filesystem::is_directory(spec.dir)) {
+      spdlog::error("--model {}: {} is not a directory", spec.name.empty() ? spec.dir : spec.name,
+                    spec.dir);
+      shutdown_all();
+      return 2;
+    }
+    auto h = std::make_unique<HostedModel>();
+    h->spec = spec;
+    std::string name = spec.name.empty() ? o.served_model_name : spec.name;
+    if (name.empty()) name = DefaultModelName(spec.dir);
+    if (!names.insert(name).second) {
+      spdlog::error("two models are named `{}`; name them with --model NAME=DIR", name);
+      shutdown_all();
+      return 2;
+    }
+    auto serving =
+        LoadServingModel(spec.dir, name, o.scheduler, &metrics, /*label_model=*/specs.size() > 1);
+    if (!serving.ok()) {
+      spdlog::error("{}: {}", spec.dir, serving.status().ToString());
+      shutdown_all();
+      return serving.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+    }
+    h->serving = std::move(*serving);
+    auto tokenizer = Tokenizer::FromFile(TokenizerPath(spec.dir));
+    if (!tokenizer.ok()) {
+      spdlog::error("cannot load tokenizer: {}", tokenizer.status().ToString());
+      h->serving.scheduler->Shutdown();
+      shutdown_all();
+      return 1;
+    }
+    h->tokenizer = std::move(*tokenizer);
+    h->backend = std::make_unique<LocalBackend>(h->serving.scheduler.get());
+    hosted.push_back(std::move(h));
   }
-  LocalBackend backend(serving->scheduler.get());
 
   GatewayOptions gw;
   gw.host = o.host;
   gw.port = o.port;
-  gw.served_model_name = serving->model.name;
-  if (Status st = ApplyHttpFrontFlags(o.http, o.model_dir, &gw); !st.ok()) {
+  gw.served_model_name = hosted.front()->serving.model.name;
+  if (Status st = ApplyHttpFrontFlags(o.http, "", &gw); !st.ok()) {
     spdlog::error("{}", st.ToString());
+    shutdown_all();
     return 1;
   }
   gw.metrics = &metrics;
-  Gateway gateway(tokenizer->get(), &backend, gw);
+  std::vector<GatewayModel> models;
+  for (const auto& h : hosted) {
+    GatewayModel m;
+    m.name = h->serving.model.name;
+    m.tokenizer = h->tokenizer.get();
+    m.backend = h->backend.get();
+    auto prompts = ReadPromptConfig(h->spec.dir);
+    if (!prompts.ok()) {
+      spdlog::error("{}", prompts.status().ToString());
+      shutdown_all();
+      return 1;
+    }
+    m.prompts = std::move(*prompts);
+    m.default_prompt = o.http.default_prompt;
+    models.push_back(std::move(m));
+  }
+  Gateway gateway(std::move(models), gw);
   if (Status st = gateway.Start(); !st.ok()) {
     spdlog::error("{}", st.ToString());
-    serving->scheduler->Shutdown();
+    shutdown_all();
     return 1;
   }
-  const ModelInfo& info = serving->model.info;
   const bool v6 = o.host.find(':') != std::string::npos;
-  spdlog::info("orchid serving {} ({}, dim {}, max {} tokens, {} pooling{}) on http://{}{}{}:{}",
-               gw.served_model_name, info.architecture, info.hidden_size,
-               serving->model.max_input_tokens, PoolingName(info.default_pooling),
-               info.default_normalize ? ", normalized" : "", v6 ? "[" : "", o.host, v6 ? "]" : "",
-               gateway.port());
+  for (const auto& h : hosted) {
+    const ModelInfo& info = h->serving.model.info;
+    spdlog::info(
+        "orchid serving {} ({}, {} dim {}, max {} tokens, {} pooling{}) on http://{}{}{}:{}",
+        h->serving.model.name, info.architecture,
+        info.task == ModelTask::kScore ? "reranker" : "embedder", info.output_dim(),
+        h->serving.model.max_input_tokens, PoolingName(info.default_pooling),
+        info.default_normalize ? ", normalized" : "", v6 ? "[" : "", o.host, v6 ? "]" : "",
+        gateway.port());
+  }
 
   spdlog::info("received {}, shutting down", WaitForStopSignal(stop_signals));
-  gateway.Stop();  // drains the scheduler too
+  gateway.Stop();  // drains the schedulers too
   spdlog::info("stopped");
   return 0;
 }
@@ -77,16 +161,18 @@ void RegisterServeCommand(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<ServeOptions>();
   auto* cmd = app.add_subcommand(
       "serve",
-      "Serve a model over HTTP (gateway and worker in one process): OpenAI POST /v1/embeddings, "
-      "TEI POST /embed, GET /metrics");
-  cmd->add_option("--model", opts->model_dir, "Hugging Face model directory")
-      ->required()
-      ->check(CLI::ExistingDirectory);
+      "Serve models over HTTP (gateway and worker in one process): OpenAI POST /v1/embeddings, "
+      "TEI POST /embed, rerank POST /rerank /v1/rerank /v1/score, GET /metrics");
+  cmd->add_option("--model", opts->models,
+                  "Hugging Face model directory, or NAME=DIR; repeat to host several models "
+                  "(requests pick one with `model`; the first is the default)")
+      ->required();
   cmd->add_option("--host", opts->host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", opts->port, "port to listen on (0: any free port)")
       ->capture_default_str();
   cmd->add_option("--served-model-name", opts->served_model_name,
-                  "model name in the API (default: the model directory's name)");
+                  "model name in the API of a single --model DIR (default: the directory's "
+                  "name)");
   AddSchedulerFlags(cmd, &opts->scheduler);
   AddHttpFrontFlags(cmd, &opts->http);
   cmd->callback([opts, exit_code] { *exit_code = RunServe(*opts); });

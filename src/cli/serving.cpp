@@ -7,7 +7,12 @@
 #include <filesystem>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
 #include "engine/cpu/cpu_engine.h"
+#if ORCHID_HAVE_CUDA
+#include "engine/cuda/cuda_engine.h"
+#endif
 #include "models/model_loader.h"
 #include "models/sentence_transformers.h"
 
@@ -55,6 +60,14 @@ void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* f) {
   cmd->add_option("--threads", f->threads, "engine compute threads (0: all cores)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--device", f->device, "where the engine runs: cpu or cuda (GPU 0)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--cuda-graphs", f->cuda_graphs,
+                  "CUDA graphs: off, lazy (capture a bucket on its second sight) or "
+                  "eager-capture-all")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"off", "lazy", "eager-capture-all"}));
 }
 
 void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* f) {
@@ -91,39 +104,66 @@ Status ApplyHttpFrontFlags(const HttpFrontFlags& f, const std::string& model_dir
 }
 
 Result<ServingModel> LoadServingModel(const std::string& dir, const std::string& served_name,
-                                      const SchedulerFlags& flags, MetricsRegistry* metrics) {
-  auto model = LoadModel(dir);
-  if (!model.ok()) return Status(model.status().code(), "cannot load model: " + model.status().message());
+                                      const SchedulerFlags& flags, MetricsRegistry* metrics,
+                                      bool label_model) {
   ServingModel out;
   out.model.name = served_name.empty() ? DefaultModelName(dir) : served_name;
-  out.model.info = (*model)->info();
-  const ModelInfo& info = out.model.info;
-  out.model.max_input_tokens =
-      info.max_seq_length > 0 ? info.max_seq_length : info.max_position_embeddings;
-  if (auto fp = rpc::FingerprintFile(TokenizerPath(dir)); fp.ok()) {
-    out.model.tokenizer_fingerprint = *fp;
-  }
-  if (flags.max_batch_tokens < out.model.max_input_tokens) {
-    return Status::InvalidArgument(
-        "--max-batch-tokens " + std::to_string(flags.max_batch_tokens) +
-        " is smaller than the model's maximum input of " +
-        std::to_string(out.model.max_input_tokens) + " tokens");
-  }
   if (flags.max_queued_tokens < flags.max_batch_tokens) {
     return Status::InvalidArgument("--max-queued-tokens " +
                                    std::to_string(flags.max_queued_tokens) +
                                    " is smaller than --max-batch-tokens " +
                                    std::to_string(flags.max_batch_tokens));
   }
-  out.engine = MakeCpuEngine(std::move(*model), CpuEngineOptions{flags.threads});
+  if (flags.device == "cuda") {
+#if ORCHID_HAVE_CUDA
+    std::string why;
+    if (!cuda::CudaDeviceAvailable(&why)) return Status::Unavailable("--device cuda: " + why);
+    cuda::CudaEngineOptions co;
+    ORCHID_ASSIGN_OR_RETURN(co.graphs, cuda::ParseCudaGraphs(flags.cuda_graphs));
+    co.max_batch_tokens = flags.max_batch_tokens;
+    if (flags.max_batch_sequences > 0) co.max_batch_sequences = flags.max_batch_sequences;
+    auto engine = cuda::MakeCudaEngine(dir, co);
+    if (!engine.ok()) {
+      return Status(engine.status().code(), "cannot load model: " + engine.status().message());
+    }
+    out.engine = std::move(*engine);
+#else
+    return Status::Unimplemented("--device cuda: this build has no CUDA backend (ORCHID_CUDA off)");
+#endif
+  } else if (flags.device == "cpu") {
+    auto model = LoadModel(dir);
+    if (!model.ok()) {
+      return Status(model.status().code(), "cannot load model: " + model.status().message());
+    }
+    out.engine = MakeCpuEngine(std::move(*model), CpuEngineOptions{flags.threads});
+  } else {
+    return Status::InvalidArgument("--device must be cpu or cuda, not " + flags.device);
+  }
+  out.model.info = out.engine->info();
+  ModelInfo& info = out.model.info;
+  out.model.max_input_tokens =
+      info.max_seq_length > 0 ? info.max_seq_length : info.max_position_embeddings;
+  if (auto fp = rpc::FingerprintFile(TokenizerPath(dir)); fp.ok()) {
+    out.model.tokenizer_fingerprint = *fp;
+  }
+  if (flags.max_batch_tokens < out.model.max_input_tokens) {
+    // As text-embeddings-inference does: long-context models (Qwen3: 32k-40k positions) are
+    // served with inputs capped at the batch budget rather than refused.
+    spdlog::warn("{}: inputs are limited to --max-batch-tokens = {} tokens (the model accepts {})",
+                 out.model.name, flags.max_batch_tokens, out.model.max_input_tokens);
+    out.model.max_input_tokens = flags.max_batch_tokens;
+    info.max_seq_length = flags.max_batch_tokens;
+  }
   TokenBudgetSchedulerOptions so;
   so.max_batch_tokens = flags.max_batch_tokens;
   so.max_batch_sequences = flags.max_batch_sequences;
   so.max_queued_tokens = flags.max_queued_tokens;
   so.max_batches_in_flight = std::max(1, flags.pipeline_depth);
-  if (metrics != nullptr) so.metrics = RegisterSchedulerMetrics(metrics);
+  MetricLabels labels;
+  if (label_model) labels.emplace_back("model", out.model.name);
+  if (metrics != nullptr) so.metrics = RegisterSchedulerMetrics(metrics, labels);
   out.scheduler = std::make_unique<TokenBudgetScheduler>(out.engine.get(), so);
-  if (metrics != nullptr) out.scheduler->ExportGauges(metrics);
+  if (metrics != nullptr) out.scheduler->ExportGauges(metrics, labels);
   return out;
 }
 

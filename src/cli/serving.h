@@ -32,9 +32,12 @@ struct SchedulerFlags {
   int64_t max_queued_tokens = 1 << 20;
   int pipeline_depth = 2;
   int threads = 0;  // engine compute threads; 0 = all cores
+  std::string device = "cpu";         // "cpu" | "cuda"
+  std::string cuda_graphs = "lazy";   // "off" | "lazy" | "eager-capture-all"
 };
 
-// --max-batch-tokens, --max-batch-sequences, --max-queued-tokens, --pipeline-depth, --threads.
+// --max-batch-tokens, --max-batch-sequences, --max-queued-tokens, --pipeline-depth, --threads,
+// --device, --cuda-graphs.
 void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* flags);
 
 // What `serve` and `gateway` share: the HTTP front's flags.
@@ -60,9 +63,11 @@ struct ServingModel {
 };
 
 // Loads `dir`, checks the flags against the model (the batch budget must hold the longest
-// input), starts the scheduler. `metrics` (optional) gets the scheduler's metrics.
+// input), starts the scheduler. `metrics` (optional) gets the scheduler's metrics; with
+// `label_model` they carry a model="<name>" label (several models in one process).
 Result<ServingModel> LoadServingModel(const std::string& dir, const std::string& served_name,
-                                      const SchedulerFlags& flags, MetricsRegistry* metrics);
+                                      const SchedulerFlags& flags, MetricsRegistry* metrics,
+                                      bool label_model = false);
 
 // Blocks SIGINT and SIGTERM in this thread (call before starting any thread, so every thread
 // inherits the mask), so that WaitForStopSignal() alone receives them.

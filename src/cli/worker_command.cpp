@@ -78,7 +78,7 @@ int RunWorker(const WorkerOptions& o) {
   }
   const ModelInfo& info = serving->model.info;
   spdlog::info("orchid worker: {} ({}, dim {}, max {} tokens) on grpc {} (port {}){}{}",
-               serving->model.name, info.architecture, info.hidden_size,
+               serving->model.name, info.architecture, info.output_dim(),
                serving->model.max_input_tokens, o.listen, server.port(),
                metrics_server ? ", metrics on http port " : "",
                metrics_server ? std::to_string(metrics_server->port()) : "");

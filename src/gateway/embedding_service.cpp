@@ -4,8 +4,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
+#include <cstddef>
 #include <memory>
+#include <mutex>
 #include <utility>
 
 namespace orchid {
@@ -36,7 +37,7 @@ EmbeddingService::EmbeddingService(const Tokenizer* tokenizer, EmbedBackend* bac
                                               LatencyBuckets());
   }
   const ModelInfo& info = backend_->model_info();
-  dim_ = info.hidden_size;
+  dim_ = info.output_dim();
   max_seq_length_ = info.max_seq_length > 0 ? info.max_seq_length : info.max_position_embeddings;
   vocab_size_ = info.vocab_size;
   pooling_ = info.default_pooling;
@@ -107,7 +108,11 @@ std::optional<ApiError> EmbeddingService::Tokenize(EmbeddingsRequest* request,
       }
       if (ids.size() > max_len) {
         if (!request->truncate) return TooLong(i, ids.size(), max_seq_length_);
-        ids.resize(max_len);
+        if (request->truncation_direction == TruncationSide::kLeft) {
+          ids.erase(ids.begin(), ids.end() - std::ptrdiff_t(max_len));
+        } else {
+          ids.resize(max_len);
+        }
       }
       *tokens += int64_t(ids.size());
     }
@@ -116,6 +121,7 @@ std::optional<ApiError> EmbeddingService::Tokenize(EmbeddingsRequest* request,
   EncodeOptions options;
   options.add_special_tokens = true;
   options.max_length = request->truncate ? max_len : 0;
+  options.side = request->truncation_direction;
   const size_t n = request->texts.size();
   sequences->assign(n, {});
   // Inputs [begin, end) into (*sequences)[begin, end); the first failing input's error.

@@ -49,6 +49,11 @@ class EmbeddingService {
   bool healthy() const { return backend_->healthy(); }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   int max_seq_length() const { return max_seq_length_; }
+  // Rerankers answer the rerank routes only; the router refuses embeddings for them.
+  bool is_scorer() const { return backend_->model_info().task == ModelTask::kScore; }
+  NativeQuantization native_quantization() const {
+    return backend_->model_info().native_quantization;
+  }
 
   // Calls `done` exactly once: inline when the request is rejected before queueing, otherwise
   // as a task on the completions executor.

@@ -2,9 +2,13 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+#include <cctype>
 #include <limits>
 #include <string>
 #include <utility>
+
+#include "gateway/json_parse.h"
 
 namespace orchid {
 namespace {
@@ -18,25 +22,6 @@ constexpr const char* kInputShape =
 
 std::string Indexed(std::string_view field, size_t i) {
   return std::string(field) + "[" + std::to_string(i) + "]";
-}
-
-std::optional<ApiError> ParseDocument(std::string_view body, element* doc) {
-  // One parser per thread: it keeps its buffers between requests.
-  thread_local simdjson::dom::parser parser;
-  const simdjson::error_code ec = parser.parse(body.data(), body.size()).get(*doc);
-  if (ec == simdjson::UTF8_ERROR) {
-    return ApiError::InvalidRequest("request body is not valid UTF-8", {}, "invalid_utf8");
-  }
-  if (ec == simdjson::EMPTY) return ApiError::InvalidRequest("request body is empty");
-  if (ec) {
-    return ApiError::InvalidRequest(
-        std::string("request body is not valid JSON: ") + simdjson::error_message(ec), {},
-        "invalid_json");
-  }
-  if (doc->type() != element_type::OBJECT) {
-    return ApiError::InvalidRequest("request body must be a JSON object");
-  }
-  return std::nullopt;
 }
 
 std::optional<ApiError> ParseTokenId(element value, const std::string& param, int32_t* out) {
@@ -119,25 +104,19 @@ std::optional<ApiError> ParseInput(element input, std::string_view name, bool al
   return std::nullopt;
 }
 
-// An optional string field: null leaves it unset.
-std::optional<ApiError> ParseOptionalString(element value, const char* name,
-                                            std::optional<std::string>* out) {
-  if (value.type() == element_type::NULL_VALUE) return std::nullopt;
-  if (value.type() != element_type::STRING) {
-    return ApiError::InvalidRequest(std::string(name) + " must be a string", name);
-  }
-  *out = std::string(std::string_view(value));
+std::optional<EncodingFormat> FormatNamed(std::string_view f) {
+  if (f == "float") return EncodingFormat::kFloat;
+  if (f == "base64") return EncodingFormat::kBase64;
+  if (f == "int8") return EncodingFormat::kInt8;
+  if (f == "uint8") return EncodingFormat::kUint8;
+  if (f == "binary") return EncodingFormat::kBinary;
+  if (f == "ubinary") return EncodingFormat::kUbinary;
   return std::nullopt;
 }
 
-std::optional<ApiError> ParseBool(element value, const char* name, bool* out) {
-  if (value.type() == element_type::NULL_VALUE) return std::nullopt;
-  if (value.type() != element_type::BOOL) {
-    return ApiError::InvalidRequest(std::string(name) + " must be a boolean", name);
-  }
-  *out = bool(value);
-  return std::nullopt;
-}
+constexpr const char* kFormats =
+    "\"float\", \"base64\", \"int8\", \"uint8\", \"binary\" or \"ubinary\"";
+
 
 }  // namespace
 
@@ -166,14 +145,34 @@ std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body,
     } else if (key == "encoding_format") {
       if (type == element_type::NULL_VALUE) continue;
       const std::string_view f = type == element_type::STRING ? std::string_view(value) : "";
-      if (f == "float") {
-        out->encoding_format = EncodingFormat::kFloat;
-      } else if (f == "base64") {
-        out->encoding_format = EncodingFormat::kBase64;
-      } else {
-        return ApiError::InvalidRequest("encoding_format must be \"float\" or \"base64\"",
+      const std::optional<EncodingFormat> format = FormatNamed(f);
+      if (!format) {
+        return ApiError::InvalidRequest(std::string("encoding_format must be ") + kFormats,
                                         "encoding_format");
       }
+      out->encoding_format = *format;
+    } else if (key == "embedding_types") {
+      out->embedding_types.clear();
+      if (type == element_type::NULL_VALUE) continue;
+      if (type != element_type::ARRAY || simdjson::dom::array(value).size() == 0) {
+        return ApiError::InvalidRequest("embedding_types must be a non-empty array of types",
+                                        "embedding_types");
+      }
+      size_t i = 0;
+      for (element t : simdjson::dom::array(value)) {
+        const std::string p = Indexed("embedding_types", i++);
+        const std::optional<EncodingFormat> format =
+            t.type() == element_type::STRING ? FormatNamed(std::string_view(t)) : std::nullopt;
+        if (!format) {
+          return ApiError::InvalidRequest(p + " must be " + kFormats, p);
+        }
+        if (std::find(out->embedding_types.begin(), out->embedding_types.end(), *format) ==
+            out->embedding_types.end()) {
+          out->embedding_types.push_back(*format);
+        }
+      }
+    } else if (key == "truncation_direction") {
+      if (auto err = ParseTruncationDirection(value, &out->truncation_direction)) return err;
     } else if (key == "dimensions") {
       if (type == element_type::NULL_VALUE) continue;
       if (type == element_type::INT64) {
@@ -214,6 +213,8 @@ std::optional<ApiError> ParseTeiEmbedRequest(std::string_view body, EmbeddingsRe
       if (auto err = ParseBool(value, "normalize", &normalize)) return err;
     } else if (key == "truncate") {
       if (auto err = ParseBool(value, "truncate", &out->truncate)) return err;
+    } else if (key == "truncation_direction") {
+      if (auto err = ParseTruncationDirection(value, &out->truncation_direction)) return err;
     } else if (key == "prompt_name") {
       if (auto err = ParseOptionalString(value, "prompt_name", &out->prompt_name)) return err;
     }

@@ -8,10 +8,13 @@
 #include <vector>
 
 #include "gateway/api_error.h"
+#include "tokenizer/tokenizer.h"
 
 namespace orchid {
 
-enum class EncodingFormat : uint8_t { kFloat, kBase64 };
+// How embeddings are written: floats as JSON numbers or base64 float32, or quantized (see
+// quantize.h) as JSON integers.
+enum class EncodingFormat : uint8_t { kFloat, kBase64, kInt8, kUint8, kBinary, kUbinary };
 
 struct EmbeddingsRequest {
   // Exactly one of these is non-empty: texts to tokenize, or token-id sequences used as given.
@@ -19,8 +22,12 @@ struct EmbeddingsRequest {
   std::vector<std::vector<int32_t>> token_ids;
   std::optional<std::string> model;
   EncodingFormat encoding_format = EncodingFormat::kFloat;
+  // Cohere's `embedding_types`: when not empty, the reply holds the embeddings once per type
+  // ({"embeddings": {"float": [...], "int8": [...]}}) instead of OpenAI's `data`.
+  std::vector<EncodingFormat> embedding_types;
   std::optional<int64_t> dimensions;  // keep the first N dimensions, then re-normalise
   bool truncate = false;              // cut over-long inputs instead of rejecting them
+  TruncationSide truncation_direction = TruncationSide::kRight;  // which end `truncate` cuts
   std::optional<bool> normalize;      // L2-normalise; unset → the model's own default
   // Prompt selection (texts only): a named prompt of the model's
   // config_sentence_transformers.json, or input_type "query" / "document" (the prompt of that
@@ -33,14 +40,15 @@ struct EmbeddingsRequest {
 };
 
 // OpenAI `POST /v1/embeddings`: input (string | [string] | [token id] | [[token id]]), model,
-// encoding_format, dimensions, user (ignored), and our extensions `truncate`, `prompt_name`,
-// `input_type`. Checks JSON types
+// encoding_format (float, base64, and the quantized int8, uint8, binary, ubinary), dimensions,
+// user (ignored), and our extensions `embedding_types` (Cohere), `truncate`,
+// `truncation_direction` (left | right), `prompt_name`, `input_type`. Checks JSON types
 // and shapes only; what depends on the model (its name, vocabulary, maximum length, dimension)
 // is checked by EmbeddingService. Returns the error to send, or nullopt with *out filled.
 std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body, EmbeddingsRequest* out);
 
 // text-embeddings-inference `POST /embed`: {"inputs": str | [str], "normalize": bool = true,
-// "truncate": bool = false, "prompt_name": str | null}.
+// "truncate": bool = false, "truncation_direction": "left" | "right", "prompt_name": str | null}.
 std::optional<ApiError> ParseTeiEmbedRequest(std::string_view body, EmbeddingsRequest* out);
 
 }  // namespace orchid

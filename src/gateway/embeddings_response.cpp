@@ -1,36 +1,74 @@
 #include "gateway/embeddings_response.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "gateway/base64.h"
 #include "gateway/json_writer.h"
+#include "gateway/quantize.h"
 
 namespace orchid {
 
-std::string WriteOpenAiEmbeddingsResponse(const EmbeddingMatrix& m, EncodingFormat format,
+namespace {
+
+// One row in `format` as a JSON value.
+void WriteRow(JsonWriter& w, const float* row, int dim, EncodingFormat format,
+              NativeQuantization native, std::vector<int32_t>* scratch) {
+  if (format == EncodingFormat::kFloat) {
+    w.FloatArray(row, size_t(dim));
+  } else if (format == EncodingFormat::kBase64) {
+    std::string b64;
+    b64.reserve(size_t(dim) * 6 + 4);
+    b64.push_back('"');
+    AppendBase64Floats(&b64, row, size_t(dim));
+    b64.push_back('"');
+    w.Raw(b64);
+  } else {
+    QuantizeRow(row, dim, format, native, scratch);
+    std::string ints;
+    ints.reserve(scratch->size() * 5 + 2);
+    ints.push_back('[');
+    for (size_t i = 0; i < scratch->size(); ++i) {
+      if (i > 0) ints.push_back(',');
+      ints.append(std::to_string((*scratch)[i]));
+    }
+    ints.push_back(']');
+    w.Raw(ints);
+  }
+}
+
+}  // namespace
+
+std::string WriteOpenAiEmbeddingsResponse(const EmbeddingMatrix& m, const EmbeddingOutput& output,
                                           std::string_view model, int64_t prompt_tokens) {
   std::string out;
+  const size_t kinds = std::max<size_t>(1, output.types.size());
   // ~10 characters per float as text, 4/3 bytes per byte as base64, plus framing.
-  out.reserve(size_t(m.rows) * (format == EncodingFormat::kFloat ? size_t(m.dim) * 11 + 64
-                                                                 : size_t(m.dim) * 6 + 64) +
+  out.reserve(kinds * size_t(m.rows) *
+                  (output.format == EncodingFormat::kFloat ? size_t(m.dim) * 11 + 64
+                                                           : size_t(m.dim) * 6 + 64) +
               128);
+  std::vector<int32_t> scratch;
   JsonWriter w(&out);
-  w.BeginObject().Key("object").String("list").Key("data").BeginArray();
-  for (int i = 0; i < m.rows; ++i) {
-    w.BeginObject().Key("object").String("embedding").Key("index").Int(i).Key("embedding");
-    if (format == EncodingFormat::kFloat) {
-      w.FloatArray(m.row(i), size_t(m.dim));
-    } else {
-      std::string b64;
-      b64.reserve(size_t(m.dim) * 6 + 4);
-      b64.push_back('"');
-      AppendBase64Floats(&b64, m.row(i), size_t(m.dim));
-      b64.push_back('"');
-      w.Raw(b64);
+  w.BeginObject().Key("object").String("list");
+  if (output.types.empty()) {
+    w.Key("data").BeginArray();
+    for (int i = 0; i < m.rows; ++i) {
+      w.BeginObject().Key("object").String("embedding").Key("index").Int(i).Key("embedding");
+      WriteRow(w, m.row(i), m.dim, output.format, output.native, &scratch);
+      w.EndObject();
+    }
+    w.EndArray();
+  } else {
+    w.Key("response_type").String("embeddings_by_type").Key("embeddings").BeginObject();
+    for (EncodingFormat type : output.types) {
+      w.Key(EncodingFormatName(type)).BeginArray();
+      for (int i = 0; i < m.rows; ++i) WriteRow(w, m.row(i), m.dim, type, output.native, &scratch);
+      w.EndArray();
     }
     w.EndObject();
   }
-  w.EndArray();
   w.Key("model").String(model);
   w.Key("usage").BeginObject().Key("prompt_tokens").Int(prompt_tokens);
   w.Key("total_tokens").Int(prompt_tokens).EndObject();

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/engine.h"
 #include "engine/lazy_result.h"
 #include "gateway/embeddings_request.h"
 
@@ -14,10 +15,24 @@ namespace orchid {
 // Row-major [rows, dim] embeddings as the gateway hands them around: the engine's own type.
 using EmbeddingMatrix = Embeddings;
 
+// How a reply writes its rows: OpenAI's one encoding_format, or Cohere's list of types.
+struct EmbeddingOutput {
+  EncodingFormat format = EncodingFormat::kFloat;
+  std::vector<EncodingFormat> types;  // not empty: {"embeddings": {type: rows}} instead of data
+  NativeQuantization native = NativeQuantization::kNone;  // the model's own int8 scheme
+};
+
 // {"object":"list","data":[{"object":"embedding","index":i,"embedding":[...] or "base64"}],
-//  "model":model,"usage":{"prompt_tokens":n,"total_tokens":n}}
-std::string WriteOpenAiEmbeddingsResponse(const EmbeddingMatrix& m, EncodingFormat format,
+//  "model":model,"usage":{"prompt_tokens":n,"total_tokens":n}}; quantized formats write
+// integers (quantize.h). With output.types (Cohere's embedding_types): "data" is replaced by
+// "response_type":"embeddings_by_type","embeddings":{"float":[[...]],"int8":[[...]],...}.
+std::string WriteOpenAiEmbeddingsResponse(const EmbeddingMatrix& m, const EmbeddingOutput& output,
                                           std::string_view model, int64_t prompt_tokens);
+inline std::string WriteOpenAiEmbeddingsResponse(const EmbeddingMatrix& m, EncodingFormat format,
+                                                 std::string_view model, int64_t prompt_tokens) {
+  return WriteOpenAiEmbeddingsResponse(m, EmbeddingOutput{format, {}, NativeQuantization::kNone},
+                                       model, prompt_tokens);
+}
 
 // TEI /embed: [[floats], ...]
 std::string WriteTeiEmbedResponse(const EmbeddingMatrix& m);

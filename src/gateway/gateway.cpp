@@ -9,26 +9,37 @@
 #include "gateway/embedding_service.h"
 #include "gateway/http_server.h"
 #include "gateway/router.h"
+#include "gateway/score_service.h"
 
 namespace orchid {
 
 // Members are declared so that the server (and its io_context) is destroyed last: tasks still
 // queued on the pool hold connections, which must be released while the io_context exists.
 struct Gateway::Impl {
-  Impl(const Tokenizer* tokenizer, EmbedBackend* be, GatewayOptions opts)
+  Impl(std::vector<GatewayModel> ms, GatewayOptions opts)
       : options(std::move(opts)),
-        backend(be),
+        models(std::move(ms)),
         server(HttpServerOptions{options.host, options.port, options.io_threads,
                                  options.max_body_bytes, std::chrono::seconds(60)},
                [this](HttpRequest request, Reply reply) {
                  Dispatch(std::move(request), std::move(reply));
                }),
         pool(size_t(std::max(1, options.worker_threads))),
-        service(tokenizer, backend, options.served_model_name,
-                [this](Task t) { boost::asio::post(pool, std::move(t)); }, options.metrics,
-                options.worker_threads),
-        router(&service, options.metrics) {
-    service.SetPrompts(options.prompts, options.default_prompt);
+        router(MakeServices(), options.metrics) {}
+
+  // One embeddings and one scoring service per model, in order (the router's list).
+  std::vector<RoutedModel> MakeServices() {
+    std::vector<RoutedModel> routed;
+    auto completions = [this](Task t) { boost::asio::post(pool, std::move(t)); };
+    for (const GatewayModel& m : models) {
+      embed_services.push_back(std::make_unique<EmbeddingService>(
+          m.tokenizer, m.backend, m.name, completions, options.metrics, options.worker_threads));
+      embed_services.back()->SetPrompts(m.prompts, m.default_prompt);
+      score_services.push_back(
+          std::make_unique<ScoreService>(m.tokenizer, m.backend, m.name, completions));
+      routed.push_back(RoutedModel{embed_services.back().get(), score_services.back().get()});
+    }
+    return routed;
   }
 
   // Runs on an io thread: hands the request to the pool, or refuses it once the pool is closing.
@@ -46,18 +57,37 @@ struct Gateway::Impl {
   }
 
   GatewayOptions options;
-  EmbedBackend* backend;
+  std::vector<GatewayModel> models;
   HttpServer server;
   boost::asio::thread_pool pool;
-  EmbeddingService service;
+  std::vector<std::unique_ptr<EmbeddingService>> embed_services;
+  std::vector<std::unique_ptr<ScoreService>> score_services;
   Router router;
   std::mutex mu;
   bool pool_closed = false;
   bool stopped = false;
 };
 
+namespace {
+
+std::vector<GatewayModel> OneModel(const Tokenizer* tokenizer, EmbedBackend* backend,
+                                   const GatewayOptions& options) {
+  std::vector<GatewayModel> models(1);
+  models[0].name = options.served_model_name;
+  models[0].tokenizer = tokenizer;
+  models[0].backend = backend;
+  models[0].prompts = options.prompts;
+  models[0].default_prompt = options.default_prompt;
+  return models;
+}
+
+}  // namespace
+
 Gateway::Gateway(const Tokenizer* tokenizer, EmbedBackend* backend, GatewayOptions options)
-    : impl_(std::make_unique<Impl>(tokenizer, backend, std::move(options))) {}
+    : Gateway(OneModel(tokenizer, backend, options), options) {}
+
+Gateway::Gateway(std::vector<GatewayModel> models, GatewayOptions options)
+    : impl_(std::make_unique<Impl>(std::move(models), std::move(options))) {}
 
 Gateway::~Gateway() { Stop(); }
 
@@ -78,7 +108,7 @@ void Gateway::Stop() {
   impl_->server.WaitIdle(impl_->options.shutdown_grace);
   // Past the grace, what still waits for a batch gets 503; batches on the engine finish. Their
   // replies go through the pool to the io threads, which get a moment to write them.
-  impl_->backend->Shutdown(std::chrono::milliseconds(0));
+  for (const GatewayModel& m : impl_->models) m.backend->Shutdown(std::chrono::milliseconds(0));
   impl_->pool.join();
   impl_->server.WaitIdle(std::chrono::seconds(5));
   impl_->server.Stop();

@@ -1,6 +1,7 @@
 // Gateway: the HTTP front of `orchid serve` and `orchid gateway` — an HttpServer whose requests
-// are parsed, tokenized and answered on a worker pool, with embeddings computed by an
-// EmbedBackend (the in-process scheduler, or gRPC worker replicas).
+// are parsed, tokenized and answered on a worker pool, with embeddings (or rerank scores)
+// computed by an EmbedBackend (the in-process scheduler, or gRPC worker replicas). It can serve
+// several models, each with its own tokenizer and backend; requests pick one by name.
 //
 // Threads: io threads (sockets only), worker threads (JSON, tokenization, reply formatting),
 // and the backend's own. Start() once. Stop() (also run by the destructor) stops accepting
@@ -15,12 +16,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "core/status.h"
-#include "tokenizer/tokenizer.h"
 #include "core/metrics.h"
+#include "core/status.h"
 #include "gateway/embed_backend.h"
 #include "models/sentence_transformers.h"
+#include "tokenizer/tokenizer.h"
 
 namespace orchid {
 
@@ -37,10 +39,23 @@ struct GatewayOptions {
   std::optional<std::string> default_prompt;  // --default-prompt
 };
 
+// One model of a multi-model gateway.
+struct GatewayModel {
+  std::string name;  // the `model` requests use to select it
+  const Tokenizer* tokenizer = nullptr;
+  EmbedBackend* backend = nullptr;
+  PromptConfig prompts;                       // the model's named prompts
+  std::optional<std::string> default_prompt;  // --default-prompt
+};
+
 class Gateway {
  public:
-  // `tokenizer`, `backend` and options.metrics must outlive the gateway.
+  // `tokenizer`, `backend` and options.metrics must outlive the gateway. Serves one model named
+  // options.served_model_name with options.prompts / default_prompt.
   Gateway(const Tokenizer* tokenizer, EmbedBackend* backend, GatewayOptions options);
+  // Several models (at least one; the first answers requests that name none). Their tokenizers
+  // and backends must outlive the gateway; options.served_model_name / prompts are unused.
+  Gateway(std::vector<GatewayModel> models, GatewayOptions options);
   ~Gateway();
   Gateway(const Gateway&) = delete;
   Gateway& operator=(const Gateway&) = delete;

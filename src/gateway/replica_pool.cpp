@@ -249,15 +249,18 @@ struct ReplicaPool::Impl {
     if (!model) {
       model = *m;
       model_cv.notify_all();
-      spdlog::info("model {} ({}, dim {}, max {} tokens) from replica {}", m->name,
-                   m->info.architecture, m->info.hidden_size, m->max_input_tokens, r.address);
+      spdlog::info("model {} ({}, {} dim {}, max {} tokens) from replica {}", m->name,
+                   m->info.architecture, m->info.task == ModelTask::kScore ? "scorer" : "embedder",
+                   m->info.output_dim(), m->max_input_tokens, r.address);
       return true;
     }
     if (m->name != model->name || m->info.hidden_size != model->info.hidden_size ||
+        m->info.task != model->info.task || m->info.output_dim() != model->info.output_dim() ||
+        m->info.pair_format != model->info.pair_format ||
         m->max_input_tokens != model->max_input_tokens ||
         m->info.vocab_size != model->info.vocab_size ||
         m->tokenizer_fingerprint != model->tokenizer_fingerprint) {
-      return refuse("it serves " + m->name + " (dim " + std::to_string(m->info.hidden_size) +
+      return refuse("it serves " + m->name + " (dim " + std::to_string(m->info.output_dim()) +
                     "), not the pool's " + model->name);
     }
     return true;
@@ -484,6 +487,10 @@ const std::string& ReplicaPool::model_name() const { return impl_->model->name; 
 
 void ReplicaPool::Embed(EmbedRequest request, EmbedCallback done) {
   if (request.sequences.empty()) return done(Status::InvalidArgument("request has no sequences"));
+  if (!request.token_type_ids.empty() &&
+      request.token_type_ids.size() != request.sequences.size()) {
+    return done(Status::InvalidArgument("token_type_ids must have one entry per sequence"));
+  }
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     if (impl_->stopping) return done(Status::Unavailable("the gateway is shutting down"));
@@ -510,11 +517,13 @@ void ReplicaPool::Embed(EmbedRequest request, EmbedCallback done) {
     part.pooling = request.pooling;
     part.normalize = request.normalize;
     part.dimensions = request.dimensions;
+    const bool typed = !request.token_type_ids.empty();
     while (i < request.sequences.size()) {
       const int64_t n = int64_t(request.sequences[i].size());
       if (!part.sequences.empty() && call->tokens + n > impl_->options.chunk_tokens) break;
       call->tokens += n;
       part.sequences.push_back(std::move(request.sequences[i]));
+      if (typed) part.token_type_ids.push_back(std::move(request.token_type_ids[i]));
       ++i;
     }
     rpc::ToProto(std::move(part), &call->request);

@@ -29,7 +29,8 @@ struct RouteEntry {
 constexpr RouteEntry kRoutes[] = {
     {"/v1/embeddings", "POST"}, {"/embeddings", "POST"}, {"/embed", "POST"},
     {"/v1/models", "GET"},      {"/health", "GET"},      {"/metrics", "GET"},
-    {"/tokenize", "POST"},      {"/decode", "POST"},
+    {"/tokenize", "POST"},      {"/decode", "POST"},     {"/rerank", "POST"},
+    {"/v1/rerank", "POST"},     {"/v1/score", "POST"},   {"/score", "POST"},
 };
 
 std::string_view PathOf(std::string_view target) {
@@ -75,8 +76,12 @@ HttpResponse ErrorResponse(const ApiError& error) {
   return r;
 }
 
-Router::Router(EmbeddingService* service, MetricsRegistry* metrics)
-    : service_(service),
+Router::Router(EmbeddingService* service, MetricsRegistry* metrics, ScoreService* score)
+    : Router(std::vector<RoutedModel>{RoutedModel{service, score}}, metrics) {}
+
+Router::Router(std::vector<RoutedModel> models, MetricsRegistry* metrics)
+    : models_(std::move(models)),
+      service_(models_.at(0).embed),
       metrics_(metrics),
       created_(std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::system_clock::now().time_since_epoch())
@@ -158,7 +163,117 @@ void Router::Route(HttpRequest request, const Reply& reply) {
     return reply(HandleDecode(service_->tokenizer(), request.body, kMaxClientBatchSize));
   }
   if (path == "/embed") return TeiEmbed(std::move(request.body), reply);
+  if (path == "/rerank") return Score(ScoreRoute::kTei, std::move(request.body), reply);
+  if (path == "/v1/rerank") return Score(ScoreRoute::kRerank, std::move(request.body), reply);
+  if (path == "/v1/score" || path == "/score") {
+    return Score(ScoreRoute::kScore, std::move(request.body), reply);
+  }
   return Embeddings(std::move(request.body), reply);
+}
+
+const RoutedModel* Router::Select(const std::optional<std::string>& name, ApiError* error) const {
+  if (!name) return &models_.front();
+  for (const RoutedModel& m : models_) {
+    if (m.embed->model_name() == *name) return &m;
+  }
+  std::string names;
+  for (const RoutedModel& m : models_) {
+    if (!names.empty()) names.append(", ");
+    names.append("`").append(m.embed->model_name()).append("`");
+  }
+  std::string message = "The model `";
+  message.append(*name).append("` does not exist; this server serves ").append(names);
+  *error = ApiError::InvalidRequest(std::move(message), "model", "model_not_found");
+  error->http_status = 404;
+  return nullptr;
+}
+
+void Router::Score(ScoreRoute route, std::string body, const Reply& reply) {
+  const bool tei = route == ScoreRoute::kTei;
+  // TEI reports validation errors as 413 ({"error", "error_type"}), the others as OpenAI does.
+  auto error_reply = [tei](ApiError e) {
+    if (tei) {
+      if (e.code == "context_length_exceeded") e.http_status = 413;
+      return TeiErrorResponse(e);
+    }
+    return ErrorResponse(e);
+  };
+  ScoreRequest request;
+  std::optional<ApiError> err;
+  switch (route) {
+    case ScoreRoute::kTei:
+      err = ParseTeiRerankRequest(body, &request);
+      break;
+    case ScoreRoute::kRerank:
+      err = ParseRerankRequest(body, &request);
+      break;
+    case ScoreRoute::kScore:
+      err = ParseScoreRequest(body, &request);
+      break;
+  }
+  if (err) return reply(error_reply(std::move(*err)));
+  body.clear();
+  body.shrink_to_fit();
+  ApiError not_found;
+  const RoutedModel* model = Select(request.model, &not_found);
+  if (model == nullptr) return reply(error_reply(std::move(not_found)));
+  if (model->score == nullptr || !model->score->is_scorer()) {
+    ApiError e = ApiError::InvalidRequest(
+        "The model `" + model->embed->model_name() +
+            "` is an embedding model; rerank and score requests need a reranker "
+            "(cross-encoder) model. Use /v1/embeddings for it.",
+        "model", "model_not_a_reranker");
+    return reply(error_reply(std::move(e)));
+  }
+  const std::string name = model->score->model_name();
+  // What the reply writers need of the request: its options, and the texts when echoed.
+  auto shown = std::make_shared<ScoreRequest>();
+  shown->top_n = request.top_n;
+  shown->return_text = request.return_text;
+  if (request.return_text) shown->documents = request.documents;
+  model->score->Score(
+      std::move(request), [this, route, shown, name, error_reply, reply](ScoreReply result) {
+        if (result.error) return reply(error_reply(std::move(*result.error)));
+        try {
+          HttpResponse r;
+          switch (route) {
+            case ScoreRoute::kTei:
+              r.body = WriteTeiRerankResponse(*shown, result.scores);
+              break;
+            case ScoreRoute::kRerank:
+              r.body = WriteRerankResponse(*shown, result.scores, name, result.tokens);
+              break;
+            case ScoreRoute::kScore:
+              r.body = WriteScoreResponse(result.scores, name, result.tokens, created_);
+              break;
+          }
+          reply(std::move(r));
+        } catch (const std::exception& e) {
+          reply(InternalError(e));
+        }
+      });
+}
+
+// OpenAI's (and TEI's max_client_batch_size) limit on the inputs of one embeddings request.
+static std::optional<ApiError> TooManyInputs(const EmbeddingsRequest& request) {
+  if (request.num_inputs() <= Router::kMaxClientBatchSize) return std::nullopt;
+  ApiError e = ApiError::InvalidRequest(
+      "input has " + std::to_string(request.num_inputs()) + " entries, more than the limit of " +
+          std::to_string(Router::kMaxClientBatchSize) +
+          " per request; split it into smaller requests",
+      "input", "too_many_inputs");
+  e.http_status = 413;
+  return e;
+}
+
+// Embedding routes refuse scorer models (their rows are logits, not embeddings).
+static std::optional<ApiError> NotAnEmbedder(const EmbeddingService& service) {
+  if (!service.is_scorer()) return std::nullopt;
+  return ApiError::InvalidRequest(
+      "The model `" + service.model_name() +
+          "` is a reranker (cross-encoder); it scores (query, document) pairs and has no "
+          "embeddings. Use /rerank, /v1/rerank or /v1/score for it.",
+      "model", "model_not_an_embedder");
 }
 
 void Router::Embeddings(std::string body, const Reply& reply) {
@@ -166,12 +281,19 @@ void Router::Embeddings(std::string body, const Reply& reply) {
   if (auto err = ParseOpenAiEmbeddingsRequest(body, &request)) return reply(ErrorResponse(*err));
   body.clear();
   body.shrink_to_fit();
-  const EncodingFormat format = request.encoding_format;
-  service_->Embed(std::move(request), [this, reply, format](EmbeddingReply result) {
+  if (auto e = TooManyInputs(request)) return reply(ErrorResponse(*e));
+  ApiError not_found;
+  const RoutedModel* model = Select(request.model, &not_found);
+  if (model == nullptr) return reply(ErrorResponse(not_found));
+  EmbeddingService* service = model->embed;
+  if (auto e = NotAnEmbedder(*service)) return reply(ErrorResponse(*e));
+  const EmbeddingOutput output{request.encoding_format, request.embedding_types,
+                               service->native_quantization()};
+  service->Embed(std::move(request), [service, reply, output](EmbeddingReply result) {
     if (result.error) return reply(ErrorResponse(*result.error));
     try {
       HttpResponse r;
-      r.body = WriteOpenAiEmbeddingsResponse(result.embeddings, format, service_->model_name(),
+      r.body = WriteOpenAiEmbeddingsResponse(result.embeddings, output, service->model_name(),
                                              result.prompt_tokens);
       reply(std::move(r));
     } catch (const std::exception& e) {
@@ -183,6 +305,8 @@ void Router::Embeddings(std::string body, const Reply& reply) {
 void Router::TeiEmbed(std::string body, const Reply& reply) {
   EmbeddingsRequest request;
   if (auto err = ParseTeiEmbedRequest(body, &request)) return reply(TeiErrorResponse(*err));
+  if (auto e = TooManyInputs(request)) return reply(TeiErrorResponse(*e));
+  if (auto e = NotAnEmbedder(*service_)) return reply(TeiErrorResponse(*e));
   service_->Embed(std::move(request), [reply](EmbeddingReply result) {
     if (result.error) return reply(TeiErrorResponse(*result.error));
     try {
@@ -199,8 +323,11 @@ HttpResponse Router::Models() const {
   HttpResponse r;
   JsonWriter w(&r.body);
   w.BeginObject().Key("object").String("list").Key("data").BeginArray();
-  w.BeginObject().Key("id").String(service_->model_name()).Key("object").String("model");
-  w.Key("created").Int(created_).Key("owned_by").String("orchid").EndObject();
+  for (const RoutedModel& m : models_) {
+    w.BeginObject().Key("id").String(m.embed->model_name()).Key("object").String("model");
+    w.Key("created").Int(created_).Key("owned_by").String("orchid");
+    w.Key("task").String(m.embed->is_scorer() ? "rerank" : "embed").EndObject();
+  }
   w.EndArray().EndObject();
   return r;
 }

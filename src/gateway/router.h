@@ -1,14 +1,20 @@
 // Router: the HTTP API's routes, independent of the socket layer — a request (method, target,
 // body) in, a response (status, headers, body) out through a callback.
 //
-//   POST /v1/embeddings   OpenAI embeddings
+//   POST /v1/embeddings   OpenAI embeddings (embedding models)
 //   POST /embed           text-embeddings-inference embeddings
+//   POST /rerank          TEI rerank (scorer models; see score_request.h for the three shapes)
+//   POST /v1/rerank       Cohere / Jina rerank
+//   POST /v1/score        vLLM-style pair scores
 //   POST /tokenize        TEI: tokens with ids, text and character offsets
 //   POST /decode          TEI: ids back to text
-//   GET  /v1/models       the one served model
+//   GET  /v1/models       every served model
 //   GET  /health          {"status":"ok"}, or 503 while no worker can take requests
 //   GET  /metrics         Prometheus text format (when a registry is given)
 //
+// Several models can be served at once: the request's `model` field picks one (absent: the
+// first); an unknown name answers 404 listing the served names. /embed, /tokenize and /decode
+// (no model field in TEI) use the first model.
 // Unknown paths answer 404, known paths with another method 405, always with a JSON error body.
 // Thread safety: Handle() may be called from many threads; call it from a worker pool (it
 // parses JSON and tokenizes on the calling thread).
@@ -16,9 +22,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "gateway/embedding_service.h"
+#include "gateway/score_service.h"
 
 namespace orchid {
 
@@ -37,13 +46,22 @@ struct HttpResponse {
 
 using Reply = std::function<void(HttpResponse)>;
 
+// One served model: its embeddings and scoring services (the same name, tokenizer and backend).
+struct RoutedModel {
+  EmbeddingService* embed = nullptr;
+  ScoreService* score = nullptr;  // null: rerank routes refuse this model
+};
+
 class Router {
  public:
-  // Inputs per /tokenize or /decode request (OpenAI's limit for embeddings inputs).
+  // Inputs per /v1/embeddings, /tokenize or /decode request (OpenAI's limit for embeddings
+  // inputs; TEI's max_client_batch_size).
   static constexpr size_t kMaxClientBatchSize = 2048;
 
-  // `service` (and `metrics`, if given) must outlive the router.
-  explicit Router(EmbeddingService* service, MetricsRegistry* metrics = nullptr);
+  // The services (and `metrics`, if given) must outlive the router. `models` is not empty.
+  explicit Router(EmbeddingService* service, MetricsRegistry* metrics = nullptr,
+                  ScoreService* score = nullptr);
+  explicit Router(std::vector<RoutedModel> models, MetricsRegistry* metrics = nullptr);
 
   // Calls `reply` exactly once, possibly on another thread (the service's completions executor).
   // An exception while handling becomes a 500 reply.
@@ -53,9 +71,14 @@ class Router {
   void Route(HttpRequest request, const Reply& reply);
   void Embeddings(std::string body, const Reply& reply);
   void TeiEmbed(std::string body, const Reply& reply);
+  enum class ScoreRoute { kTei, kRerank, kScore };
+  void Score(ScoreRoute route, std::string body, const Reply& reply);
   HttpResponse Models() const;
+  // The model a request names (nullopt: the first), or the 404 to send.
+  const RoutedModel* Select(const std::optional<std::string>& name, ApiError* error) const;
 
-  EmbeddingService* service_;
+  std::vector<RoutedModel> models_;
+  EmbeddingService* service_;  // the first model's
   MetricsRegistry* metrics_;
   int64_t created_;  // reported as the model's "created" time: when the server started
 };

@@ -1,5 +1,6 @@
 #include "rpc/convert.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <utility>
@@ -79,16 +80,17 @@ Status FromProto(const v1::EmbedRequest& in, const WorkerModel& model, EmbedRequ
     return Status::Unimplemented("only float32 output is implemented");
   }
   if (in.sequences_size() == 0) return Status::InvalidArgument("request has no sequences");
-  if (in.dimensions() > uint32_t(model.info.hidden_size)) {
+  if (in.dimensions() > uint32_t(model.info.output_dim())) {
     return Status::InvalidArgument("dimensions " + std::to_string(in.dimensions()) +
                                    " is more than the model's " +
-                                   std::to_string(model.info.hidden_size));
+                                   std::to_string(model.info.output_dim()));
   }
   ORCHID_ASSIGN_OR_RETURN(out->pooling, FromProto(in.pooling(), model.info.default_pooling));
   out->normalize = in.has_normalize() ? in.normalize() : model.info.default_normalize;
   out->dimensions = int(in.dimensions());
   out->sequences.clear();
   out->sequences.reserve(size_t(in.sequences_size()));
+  out->token_type_ids.clear();
   *tokens = 0;
   for (int i = 0; i < in.sequences_size(); ++i) {
     const v1::Sequence& s = in.sequences(i);
@@ -100,11 +102,11 @@ Status FromProto(const v1::EmbedRequest& in, const WorkerModel& model, EmbedRequ
                                 " tokens, more than the model's maximum of " +
                                 std::to_string(model.max_input_tokens));
     }
-    for (int v : s.token_type_ids()) {
-      if (v != 0) return Status::Unimplemented(where + ": token type ids other than 0");
-    }
     if (s.token_type_ids_size() != 0 && s.token_type_ids_size() != n) {
       return Status::InvalidArgument(where + ": token_type_ids and token_ids differ in length");
+    }
+    for (int v : s.token_type_ids()) {
+      if (v < 0) return Status::InvalidArgument(where + ": negative token type id");
     }
     for (int j = 0; j < n; ++j) {
       const int32_t id = s.token_ids(j);
@@ -115,6 +117,13 @@ Status FromProto(const v1::EmbedRequest& in, const WorkerModel& model, EmbedRequ
       }
     }
     out->sequences.emplace_back(s.token_ids().begin(), s.token_ids().end());
+    if (s.token_type_ids_size() != 0) {
+      // Sequences before the first with types get empty (all zero) entries.
+      out->token_type_ids.resize(size_t(i));
+      out->token_type_ids.emplace_back(s.token_type_ids().begin(), s.token_type_ids().end());
+    } else if (!out->token_type_ids.empty()) {
+      out->token_type_ids.emplace_back();
+    }
     *tokens += n;
   }
   return Status::Ok();
@@ -122,10 +131,16 @@ Status FromProto(const v1::EmbedRequest& in, const WorkerModel& model, EmbedRequ
 
 void ToProto(EmbedRequest&& in, v1::EmbedRequest* out) {
   out->clear_sequences();
-  for (std::vector<int32_t>& seq : in.sequences) {
+  for (size_t i = 0; i < in.sequences.size(); ++i) {
+    std::vector<int32_t>& seq = in.sequences[i];
     v1::Sequence* s = out->add_sequences();
     s->mutable_token_ids()->Add(seq.begin(), seq.end());
     std::vector<int32_t>().swap(seq);
+    if (i < in.token_type_ids.size() && !in.token_type_ids[i].empty()) {
+      std::vector<int32_t>& types = in.token_type_ids[i];
+      s->mutable_token_type_ids()->Add(types.begin(), types.end());
+      std::vector<int32_t>().swap(types);
+    }
   }
   out->set_pooling(ToProto(in.pooling));
   out->set_normalize(in.normalize);
@@ -157,7 +172,20 @@ Status FromProto(const v1::EmbedResponse& in, Embeddings* out) {
 void ToProto(const WorkerModel& model, int max_batch_tokens, v1::InfoResponse* out) {
   out->set_model(model.name);
   out->set_architecture(model.info.architecture);
-  out->set_dim(uint32_t(model.info.hidden_size));
+  out->set_dim(uint32_t(model.info.output_dim()));
+  out->set_hidden_size(uint32_t(model.info.hidden_size));
+  out->set_task(model.info.task == ModelTask::kScore ? v1::MODEL_TASK_SCORE : v1::MODEL_TASK_EMBED);
+  out->set_num_labels(uint32_t(std::max(0, model.info.num_labels)));
+  out->set_score_activation(model.info.score_activation == ScoreActivation::kIdentity
+                                ? v1::SCORE_ACTIVATION_IDENTITY
+                                : v1::SCORE_ACTIVATION_SIGMOID);
+  out->set_pair_format(model.info.pair_format == PairFormat::kQwen3RerankerChat
+                           ? v1::PAIR_FORMAT_QWEN3_RERANKER_CHAT
+                           : v1::PAIR_FORMAT_TOKENIZER_PAIR);
+  out->set_native_quantization(model.info.native_quantization == NativeQuantization::kTanhInt8
+                                   ? v1::NATIVE_QUANTIZATION_TANH_INT8
+                                   : v1::NATIVE_QUANTIZATION_NONE);
+  out->set_causal(model.info.causal);
   out->set_max_input_tokens(uint32_t(model.max_input_tokens));
   out->set_vocab_size(model.info.vocab_size);
   out->set_default_pooling(ToProto(model.info.default_pooling));
@@ -171,8 +199,47 @@ Result<WorkerModel> FromProto(const v1::InfoResponse& in) {
   WorkerModel m;
   m.name = in.model();
   m.info.architecture = in.architecture();
-  m.info.hidden_size = int(in.dim());
+  m.info.hidden_size = in.hidden_size() != 0 ? int(in.hidden_size()) : int(in.dim());
   m.info.vocab_size = in.vocab_size();
+  switch (in.task()) {
+    case v1::MODEL_TASK_EMBED:
+      m.info.task = ModelTask::kEmbed;
+      break;
+    case v1::MODEL_TASK_SCORE:
+      m.info.task = ModelTask::kScore;
+      break;
+    default:
+      return Status::Corrupt("worker serves a model task this gateway does not know");
+  }
+  m.info.num_labels = int(in.num_labels());
+  switch (in.score_activation()) {
+    case v1::SCORE_ACTIVATION_SIGMOID:
+      m.info.score_activation = ScoreActivation::kSigmoid;
+      break;
+    case v1::SCORE_ACTIVATION_IDENTITY:
+      m.info.score_activation = ScoreActivation::kIdentity;
+      break;
+    default:
+      return Status::Corrupt("worker uses a score activation this gateway does not know");
+  }
+  switch (in.pair_format()) {
+    case v1::PAIR_FORMAT_TOKENIZER_PAIR:
+      m.info.pair_format = PairFormat::kTokenizerPair;
+      break;
+    case v1::PAIR_FORMAT_QWEN3_RERANKER_CHAT:
+      m.info.pair_format = PairFormat::kQwen3RerankerChat;
+      break;
+    default:
+      return Status::Corrupt("worker uses a pair format this gateway does not know");
+  }
+  m.info.native_quantization = in.native_quantization() == v1::NATIVE_QUANTIZATION_TANH_INT8
+                                   ? NativeQuantization::kTanhInt8
+                                   : NativeQuantization::kNone;
+  m.info.causal = in.causal();
+  if (m.info.output_dim() != int(in.dim())) {
+    return Status::Corrupt("worker info: dim " + std::to_string(in.dim()) +
+                           " does not match its task's output width");
+  }
   m.max_input_tokens = int(in.max_input_tokens());
   m.info.max_seq_length = m.max_input_tokens;
   m.info.max_position_embeddings = m.max_input_tokens;

@@ -47,23 +47,24 @@ double SecondsSince(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-SchedulerMetrics RegisterSchedulerMetrics(MetricsRegistry* registry) {
+SchedulerMetrics RegisterSchedulerMetrics(MetricsRegistry* registry, const MetricLabels& labels) {
   SchedulerMetrics m;
-  m.batch_sequences = registry->GetHistogram("orchid_scheduler_batch_sequences",
-                                             "Sequences per engine batch",
-                                             ExponentialBuckets(1, 2, 14));
-  m.batch_tokens = registry->GetHistogram("orchid_scheduler_batch_tokens",
-                                          "Tokens per engine batch", ExponentialBuckets(16, 2, 14));
+  m.batch_sequences =
+      registry->GetHistogram("orchid_scheduler_batch_sequences", "Sequences per engine batch",
+                             ExponentialBuckets(1, 2, 14), labels);
+  m.batch_tokens =
+      registry->GetHistogram("orchid_scheduler_batch_tokens", "Tokens per engine batch",
+                             ExponentialBuckets(16, 2, 14), labels);
   m.queue_seconds = registry->GetHistogram(
       "orchid_scheduler_queue_seconds",
-      "Time from a request's arrival until its first sequence is put in a batch",
-      LatencyBuckets());
+      "Time from a request's arrival until its first sequence is put in a batch", LatencyBuckets(),
+      labels);
   m.engine_seconds = registry->GetHistogram(
       "orchid_scheduler_engine_seconds", "Time from submitting a batch until its result is ready",
-      LatencyBuckets());
+      LatencyBuckets(), labels);
   m.dropped_sequences = registry->GetCounter(
       "orchid_scheduler_dropped_sequences_total",
-      "Sequences dropped before reaching a batch (deadline passed, cancelled, shutdown)");
+      "Sequences dropped before reaching a batch (deadline passed, cancelled, shutdown)", labels);
   return m;
 }
 
@@ -84,8 +85,19 @@ struct TokenBudgetScheduler::Entry {
   }
 };
 
+namespace {
+
+ModelInfo CapInputs(ModelInfo info, int max_batch_tokens) {
+  int max_len = info.max_seq_length > 0 ? info.max_seq_length : info.max_position_embeddings;
+  if (max_batch_tokens > 0 && max_len > max_batch_tokens) max_len = max_batch_tokens;
+  info.max_seq_length = max_len;
+  return info;
+}
+
+}  // namespace
+
 TokenBudgetScheduler::TokenBudgetScheduler(Engine* engine, TokenBudgetSchedulerOptions options)
-    : engine_(engine), options_(options) {
+    : engine_(engine), options_(options), info_(CapInputs(engine->info(), options.max_batch_tokens)) {
   waiter_ = std::thread([this] { RunWaiter(); });
   scheduler_ = std::thread([this] { RunScheduler(); });
 }
@@ -94,6 +106,18 @@ TokenBudgetScheduler::~TokenBudgetScheduler() { Shutdown(); }
 
 Status TokenBudgetScheduler::Enqueue(EmbedRequest request, EmbedCallback done) {
   if (request.sequences.empty()) return Status::InvalidArgument("request has no sequences");
+  if (!request.token_type_ids.empty()) {
+    if (request.token_type_ids.size() != request.sequences.size()) {
+      return Status::InvalidArgument("token_type_ids must have one entry per sequence");
+    }
+    for (size_t i = 0; i < request.sequences.size(); ++i) {
+      const size_t t = request.token_type_ids[i].size();
+      if (t != 0 && t != request.sequences[i].size()) {
+        return Status::InvalidArgument("sequence " + std::to_string(i) +
+                                       ": token_type_ids and token ids differ in length");
+      }
+    }
+  }
   int64_t total = 0;
   for (size_t i = 0; i < request.sequences.size(); ++i) {
     const size_t n = request.sequences[i].size();
@@ -111,10 +135,10 @@ Status TokenBudgetScheduler::Enqueue(EmbedRequest request, EmbedCallback done) {
         std::to_string(options_.max_queued_tokens) + "); split it into smaller requests");
   }
   if (request.dimensions < 0) return Status::InvalidArgument("dimensions must not be negative");
-  if (request.dimensions > engine_->info().hidden_size) {
+  if (request.dimensions > engine_->info().output_dim()) {
     return Status::InvalidArgument("dimensions " + std::to_string(request.dimensions) +
                                    " is more than the model's " +
-                                   std::to_string(engine_->info().hidden_size));
+                                   std::to_string(engine_->info().output_dim()));
   }
   auto entry = std::make_shared<Entry>();
   entry->request = std::move(request);
@@ -180,14 +204,15 @@ int TokenBudgetScheduler::batches_in_flight() const {
   return batches_in_flight_;
 }
 
-void TokenBudgetScheduler::ExportGauges(MetricsRegistry* registry) const {
-  registry->AddGaugeCallback("orchid_scheduler_queued_tokens", "Tokens waiting for a batch", {},
+void TokenBudgetScheduler::ExportGauges(MetricsRegistry* registry,
+                                        const MetricLabels& labels) const {
+  registry->AddGaugeCallback("orchid_scheduler_queued_tokens", "Tokens waiting for a batch", labels,
                              [this] { return double(queued_tokens()); });
   registry->AddGaugeCallback("orchid_scheduler_queued_requests",
-                             "Requests with sequences waiting for a batch", {},
+                             "Requests with sequences waiting for a batch", labels,
                              [this] { return double(queued_requests()); });
   registry->AddGaugeCallback("orchid_scheduler_batches_in_flight",
-                             "Batches submitted to the engine and not yet returned", {},
+                             "Batches submitted to the engine and not yet returned", labels,
                              [this] { return double(batches_in_flight()); });
 }
 
@@ -309,8 +334,13 @@ void TokenBudgetScheduler::LaunchBatch() {
       const int64_t n = int64_t(seq.size());
       if (batch_tokens + n > options_.max_batch_tokens) break;
       if (size_t(batch.num_sequences()) >= max_seqs) break;
-      batch.Add(seq.data(), int(n), entry->request.pooling, entry->request.normalize);
+      auto& types = entry->request.token_type_ids;
+      std::vector<int32_t>* seq_types = types.empty() ? nullptr : &types[entry->next_seq];
+      const int32_t* type_ids =
+          seq_types == nullptr || seq_types->empty() ? nullptr : seq_types->data();
+      batch.Add(seq.data(), int(n), entry->request.pooling, entry->request.normalize, type_ids);
       std::vector<int32_t>().swap(seq);  // the batch has its own copy now
+      if (seq_types != nullptr) std::vector<int32_t>().swap(*seq_types);
       batch_tokens += n;
       ++entry->next_seq;
       ++slice.count;

@@ -32,10 +32,13 @@ namespace orchid {
 
 struct EmbedRequest {
   std::vector<std::vector<int32_t>> sequences;  // each non-empty, at most max_batch_tokens long
+  // Token type (segment) ids: empty = all zero for every sequence; else one entry per sequence,
+  // each empty (all zero) or exactly as long as its sequence (cross-encoder pairs).
+  std::vector<std::vector<int32_t>> token_type_ids;
   Pooling pooling = Pooling::kMean;
   bool normalize = false;
   // Matryoshka: keep the first `dimensions` values of each row, then L2-normalise them
-  // (0 = the whole row). At most the model's width.
+  // (0 = the whole row). At most the model's output width (ModelInfo::output_dim()).
   int dimensions = 0;
   // Sequences not yet put in a batch when the deadline passes, or when `cancelled` (polled by
   // the scheduler thread, so it must be thread-safe) says so, are dropped and the request fails
@@ -60,8 +63,10 @@ struct SchedulerMetrics {
   Counter* dropped_sequences = nullptr;  // dropped unscheduled (deadline, cancel, shutdown)
 };
 
-// Registers the scheduler's histograms and counters (orchid_scheduler_*) in `registry`.
-SchedulerMetrics RegisterSchedulerMetrics(MetricsRegistry* registry);
+// Registers the scheduler's histograms and counters (orchid_scheduler_*) in `registry`, with
+// `labels` (e.g. {"model", name} when one process runs several schedulers).
+SchedulerMetrics RegisterSchedulerMetrics(MetricsRegistry* registry,
+                                          const MetricLabels& labels = {});
 
 struct TokenBudgetSchedulerOptions {
   int max_batch_tokens = 16384;        // token budget of one engine batch
@@ -80,12 +85,14 @@ class TokenBudgetScheduler {
   TokenBudgetScheduler(const TokenBudgetScheduler&) = delete;
   TokenBudgetScheduler& operator=(const TokenBudgetScheduler&) = delete;
 
-  const ModelInfo& model_info() const { return engine_->info(); }
+  // The engine's model, with max_seq_length capped at max_batch_tokens (a sequence must fit in
+  // one batch): what the HTTP layer truncates or refuses inputs against.
+  const ModelInfo& model_info() const { return info_; }
   const TokenBudgetSchedulerOptions& options() const { return options_; }
 
   // Queues the request; `done` will be called once with its rows. Never blocks on the engine.
   // Errors, returned at once (and `done` is then never called):
-  //   InvalidArgument   no sequences, or an empty sequence
+  //   InvalidArgument   no sequences, an empty sequence, token_type_ids of the wrong shape
   //   OutOfRange        a sequence longer than max_batch_tokens, or the request alone holds
   //                     more tokens than max_queued_tokens
   //   ResourceExhausted the queue has no room for the request's tokens now (retry later)
@@ -110,7 +117,7 @@ class TokenBudgetScheduler {
   int batches_in_flight() const;
   // Adds gauges read from this scheduler at scrape time (queue tokens and requests, batches in
   // flight) to `registry`; the scheduler must outlive every later Render().
-  void ExportGauges(MetricsRegistry* registry) const;
+  void ExportGauges(MetricsRegistry* registry, const MetricLabels& labels = {}) const;
 
  private:
   struct Entry;
@@ -136,6 +143,7 @@ class TokenBudgetScheduler {
 
   Engine* const engine_;
   const TokenBudgetSchedulerOptions options_;
+  const ModelInfo info_;
 
   // Mailbox: the only state shared with other threads, guarded by mu_.
   mutable std::mutex mu_;

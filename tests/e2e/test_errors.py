@@ -66,7 +66,7 @@ CASES = [
     ("invalid utf-8", b'{"input": "caf\xc3 \xff\xfe"}', 400, None),
     ("lone surrogate escape", b'{"input": "\\ud800"}', 400, None),
     ("model is a number", {"input": "a", "model": 3}, 400, "model"),
-    ("unknown encoding_format", {"input": "a", "encoding_format": "int8"}, 400, "encoding_format"),
+    ("unknown encoding_format", {"input": "a", "encoding_format": "int4"}, 400, "encoding_format"),
     ("dimensions zero", {"input": "a", "dimensions": 0}, 400, "dimensions"),
     ("dimensions above the model's", {"input": "a", "dimensions": 385}, 400, "dimensions"),
     ("dimensions not an integer", {"input": "a", "dimensions": "8"}, 400, "dimensions"),

@@ -1,11 +1,14 @@
-// Arbitrary bytes as the JSON body of POST /v1/embeddings and POST /embed: the parsers must
-// return an ApiError or a request that satisfies its documented shape.
+// Arbitrary bytes as the JSON body of POST /v1/embeddings and POST /embed, and of the rerank
+// routes (/rerank, /v1/rerank, /v1/score): the parsers must return an ApiError or a request that
+// satisfies its documented shape.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "gateway/embeddings_request.h"
+#include "gateway/score_request.h"
 
 namespace {
 
@@ -13,6 +16,19 @@ void Check(const orchid::EmbeddingsRequest& r) {
   // Exactly one of texts / token_ids is non-empty.
   if (r.texts.empty() == r.token_ids.empty()) std::abort();
   if (r.num_inputs() == 0) std::abort();
+}
+
+// A query per document or one for all; 1..kMaxScorePairs non-empty documents.
+void Check(const orchid::ScoreRequest& r) {
+  if (r.documents.empty() || r.documents.size() > orchid::kMaxScorePairs) std::abort();
+  if (r.queries.size() != 1 && r.queries.size() != r.documents.size()) std::abort();
+  for (const std::string& d : r.documents) {
+    if (d.empty()) std::abort();
+  }
+  for (size_t i = 0; i < r.num_pairs(); ++i) {
+    if (r.query(i).empty()) std::abort();
+  }
+  if (r.top_n && *r.top_n < 1) std::abort();
 }
 
 }  // namespace
@@ -26,6 +42,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   {
     orchid::EmbeddingsRequest r;
     if (!orchid::ParseTeiEmbedRequest(body, &r).has_value()) Check(r);
+  }
+  for (auto parse : {orchid::ParseTeiRerankRequest, orchid::ParseRerankRequest,
+                     orchid::ParseScoreRequest}) {
+    orchid::ScoreRequest r;
+    if (!parse(body, &r).has_value()) Check(r);
   }
   return 0;
 }

@@ -70,6 +70,15 @@ def request_seeds():
         {"input": [[101, 2023, 102], [101, 102]], "encoding_format": "float"},
         {"inputs": "tei style", "normalize": False, "truncate": True},
         {"inputs": ["a", "b"]},
+        # Quantized outputs and truncation direction (issue 6).
+        {"input": ["q"], "embedding_types": ["float", "int8", "ubinary"], "truncation_direction": "left"},
+        {"input": "x", "encoding_format": "binary", "truncate": True},
+        # The rerank routes: TEI /rerank, Cohere /v1/rerank, vLLM-style /v1/score.
+        {"query": "q", "texts": ["a", "b c"], "truncate": True, "raw_scores": True, "return_text": True},
+        {"model": "m", "query": "q", "documents": ["a", {"text": "b"}], "top_n": 1,
+         "return_documents": True, "instruction": "Find it"},
+        {"text_1": ["q1", "q2"], "text_2": ["d1", "d2"], "truncation_direction": "Right"},
+        {"text_1": "q", "text_2": "d"},
     ]:
         put("embeddings_request_fuzz", json.dumps(body))
     put("embeddings_request_fuzz", '{"input": "\\u00e9\\ud83d\\ude00 escaped", "model": null}')

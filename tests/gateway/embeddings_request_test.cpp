@@ -73,7 +73,7 @@ TEST(EmbeddingsRequestTest, RejectsBadRequestsWithParam) {
       {R"({"input":5})", "input"},
       {R"({"input":true})", "input"},
       {R"({"input":"x","model":5})", "model"},
-      {R"({"input":"x","encoding_format":"int8"})", "encoding_format"},
+      {R"({"input":"x","encoding_format":"int4"})", "encoding_format"},
       {R"({"input":"x","encoding_format":1})", "encoding_format"},
       {R"({"input":"x","dimensions":"8"})", "dimensions"},
       {R"({"input":"x","dimensions":8.5})", "dimensions"},
@@ -110,6 +110,30 @@ TEST(EmbeddingsRequestTest, ParsesTeiEmbed) {
   EXPECT_TRUE(ParseTeiEmbedRequest(R"({"inputs":[1,2]})", &r).has_value());
   EXPECT_TRUE(ParseTeiEmbedRequest(R"({"input":"a"})", &r).has_value());
   EXPECT_TRUE(ParseTeiEmbedRequest(R"({"inputs":"a","normalize":1})", &r).has_value());
+}
+
+TEST(EmbeddingsRequestTest, ReadsQuantizedFormatsEmbeddingTypesAndTruncationDirection) {
+  EXPECT_EQ(Parse(R"({"input":"x","encoding_format":"int8"})").encoding_format,
+            EncodingFormat::kInt8);
+  EXPECT_EQ(Parse(R"({"input":"x","encoding_format":"ubinary"})").encoding_format,
+            EncodingFormat::kUbinary);
+  auto r = Parse(R"({"input":"x","embedding_types":["float","binary","float","uint8"],
+                     "truncate":true,"truncation_direction":"Left"})");
+  // Repeated types are written once.
+  EXPECT_EQ(r.embedding_types,
+            (std::vector<EncodingFormat>{EncodingFormat::kFloat, EncodingFormat::kBinary,
+                                         EncodingFormat::kUint8}));
+  EXPECT_EQ(r.truncation_direction, TruncationSide::kLeft);
+  EXPECT_EQ(Parse(R"({"input":"x"})").truncation_direction, TruncationSide::kRight);
+  EXPECT_EQ(ParseError(R"({"input":"x","embedding_types":[]})").param, "embedding_types");
+  EXPECT_EQ(ParseError(R"({"input":"x","embedding_types":["int8",4]})").param,
+            "embedding_types[1]");
+  EXPECT_EQ(ParseError(R"({"input":"x","truncation_direction":"middle"})").param,
+            "truncation_direction");
+  EmbeddingsRequest tei;
+  ASSERT_FALSE(
+      ParseTeiEmbedRequest(R"({"inputs":"a","truncation_direction":"left"})", &tei).has_value());
+  EXPECT_EQ(tei.truncation_direction, TruncationSide::kLeft);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -25,9 +26,11 @@ constexpr uint64_t kFingerprint = 0x1234;
 
 // One fake worker: engine, scheduler and gRPC server on a free port.
 struct FakeWorker {
-  explicit FakeWorker(bool auto_complete = true, int64_t max_queued_tokens = 1024)
+  explicit FakeWorker(bool auto_complete = true, int64_t max_queued_tokens = 1024,
+                      bool scorer = false)
       : engine(auto_complete, /*vocab_size=*/1000, /*max_seq_length=*/16),
         scheduler(&engine, TokenBudgetSchedulerOptions{64, max_queued_tokens, 2}) {
+    if (scorer) engine.MakeScorer();
     rpc::WorkerServerOptions o;
     o.listen = "127.0.0.1:0";
     o.model.name = "fake-model";
@@ -326,6 +329,71 @@ TEST(ReplicaPool, RefusesAWorkerWithAnotherTokenizer) {
   o.tokenizer_fingerprint = kFingerprint + 1;
   auto pool = ReplicaPool::Start(o, 500ms);
   EXPECT_EQ(pool.status().code(), StatusCode::kUnavailable);
+}
+
+TEST(WorkerService, ScorerInfoAndTokenTypes) {
+  FakeWorker w(/*auto_complete=*/true, 1024, /*scorer=*/true);
+  auto stub = w.Stub();
+  {
+    grpc::ClientContext ctx;
+    v1::InfoResponse info;
+    ASSERT_TRUE(stub->Info(&ctx, v1::InfoRequest(), &info).ok());
+    EXPECT_EQ(info.task(), v1::MODEL_TASK_SCORE);
+    EXPECT_EQ(info.dim(), 1u);  // the row width: one logit
+    EXPECT_EQ(info.hidden_size(), 3u);
+    EXPECT_EQ(info.num_labels(), 1u);
+    EXPECT_EQ(info.pair_format(), v1::PAIR_FORMAT_TOKENIZER_PAIR);
+    Result<rpc::WorkerModel> m = rpc::FromProto(info);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(m->info.task, ModelTask::kScore);
+    EXPECT_EQ(m->info.output_dim(), 1);
+    EXPECT_EQ(m->info.hidden_size, 3);
+  }
+  v1::EmbedRequest req = Request({{1, 2, 3, 4}, {5, 6}});
+  for (int t : {0, 0, 1, 1}) req.mutable_sequences(0)->add_token_type_ids(t);
+  grpc::ClientContext ctx;
+  v1::EmbedResponse resp;
+  ASSERT_TRUE(stub->Embed(&ctx, req, &resp).ok());
+  Embeddings e;
+  ASSERT_TRUE(rpc::FromProto(resp, &e).ok());
+  ASSERT_EQ(e.rows, 2);
+  ASSERT_EQ(e.dim, 1);
+  EXPECT_FLOAT_EQ(e.row(0)[0], FakeEngine::ScorerLogit(4, 2));
+  EXPECT_FLOAT_EQ(e.row(1)[0], FakeEngine::ScorerLogit(2, 0));
+  // Token types must match the sequence's length.
+  v1::EmbedRequest bad = Request({{1, 2}});
+  for (int t : {0, 1, 1}) bad.mutable_sequences(0)->add_token_type_ids(t);
+  grpc::ClientContext ctx2;
+  EXPECT_EQ(stub->Embed(&ctx2, bad, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST(ReplicaPool, ChunksCarryTokenTypesToScorers) {
+  FakeWorker a(true, 1024, /*scorer=*/true), b(true, 1024, /*scorer=*/true);
+  auto pool = ReplicaPool::Start(PoolOptions({&a, &b}), 5s);
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  EXPECT_EQ((*pool)->model_info().task, ModelTask::kScore);
+  ASSERT_TRUE(WaitHealthy(**pool, 2));
+  // 12 sequences of 1..4 tokens with i type-1 tokens each (capped by the length), in chunks of
+  // at most 6 tokens: every row must be its own sequence's logit, in order.
+  EmbedRequest r;
+  std::vector<float> want;
+  for (int i = 0; i < 12; ++i) {
+    const int len = 1 + i % 4;
+    const int ones = std::min(len, i % 3);
+    r.sequences.push_back(std::vector<int32_t>(size_t(len), i + 1));
+    std::vector<int32_t> types(size_t(len), 0);
+    for (int k = 0; k < ones; ++k) types[size_t(len - 1 - k)] = 1;
+    r.token_type_ids.push_back(types);
+    want.push_back(FakeEngine::ScorerLogit(len, ones));
+  }
+  std::promise<Result<Embeddings>> p;
+  auto f = p.get_future();
+  (*pool)->Embed(std::move(r), [&p](Result<Embeddings> rows) { p.set_value(std::move(rows)); });
+  Result<Embeddings> e = f.get();
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ASSERT_EQ(e->rows, 12);
+  ASSERT_EQ(e->dim, 1);
+  for (int i = 0; i < 12; ++i) EXPECT_FLOAT_EQ(e->row(i)[0], want[size_t(i)]) << i;
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // FakeEngine: an Engine for scheduler and gateway tests. It records every batch and completes it
 // either at once (auto_complete) or when the test says so. Row i of a batch is
 // {first id, length, last id} of sequence i (dim 3), scaled to unit length when the batch asks
-// for normalisation — enough to check routing and order.
+// for normalisation — enough to check routing and order. As a scorer (MakeScorer()), row i is
+// one logit: 0.1 * length + sum of the sequence's token type ids.
 #pragma once
 
 #include <chrono>
@@ -29,6 +30,16 @@ class FakeEngine : public Engine {
   static constexpr int kDim = 3;
 
   const ModelInfo& info() const override { return info_; }
+  // Turns the engine into a one-label scorer (call before handing it to a scheduler).
+  void MakeScorer(PairFormat format = PairFormat::kTokenizerPair) {
+    info_.task = ModelTask::kScore;
+    info_.num_labels = 1;
+    info_.pair_format = format;
+    info_.default_pooling = Pooling::kCls;
+  }
+  static float ScorerLogit(int length, int type_id_sum) {
+    return 0.1f * float(length) + float(type_id_sum);
+  }
 
   LazyResult Submit(RaggedBatch batch) override {
     auto [result, promise] = LazyResult::Make();
@@ -44,12 +55,18 @@ class FakeEngine : public Engine {
     return result;
   }
 
-  static Embeddings Rows(const RaggedBatch& b) {
+  Embeddings Rows(const RaggedBatch& b) const {
     Embeddings e;
     e.rows = b.num_sequences();
-    e.dim = kDim;
+    e.dim = info_.output_dim();
     for (int s = 0; s < b.num_sequences(); ++s) {
       const int begin = b.cu_seqlens[s], end = b.cu_seqlens[s + 1];
+      if (info_.task == ModelTask::kScore) {
+        int types = 0;
+        for (int t = begin; t < end && !b.token_type_ids.empty(); ++t) types += b.token_type_ids[t];
+        e.data.push_back(ScorerLogit(end - begin, types));
+        continue;
+      }
       float v[kDim] = {float(b.token_ids[begin]), float(end - begin), float(b.token_ids[end - 1])};
       if (b.normalize[s]) {
         const float n = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);

@@ -59,6 +59,17 @@ TEST(TokenBudgetSchedulerTest, ReturnsRowsInRequestOrder) {
   ExpectRows(f.get(), seqs);
 }
 
+// A model that accepts more tokens than one batch holds (long-context Qwen3) is served with its
+// inputs capped at the batch budget, as text-embeddings-inference does.
+TEST(TokenBudgetSchedulerTest, ModelInfoCapsInputsAtTheBatchBudget) {
+  FakeEngine engine(/*auto_complete=*/true, /*vocab_size=*/1000, /*max_seq_length=*/1024);
+  TokenBudgetScheduler capped(&engine, Options(512));
+  EXPECT_EQ(capped.model_info().max_seq_length, 512);
+  EXPECT_EQ(capped.model_info().max_position_embeddings, 1024);
+  TokenBudgetScheduler roomy(&engine, Options(4096));
+  EXPECT_EQ(roomy.model_info().max_seq_length, 1024);
+}
+
 TEST(TokenBudgetSchedulerTest, PassesPoolingAndNormalizeToTheBatch) {
   FakeEngine engine(/*auto_complete=*/true);
   TokenBudgetScheduler scheduler(&engine, Options(64));
@@ -375,6 +386,52 @@ TEST(TokenBudgetSchedulerTest, MetricsRecordBatchesAndQueueTime) {
   const std::string text = registry.Render();
   EXPECT_NE(text.find("orchid_scheduler_queued_tokens 0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("orchid_scheduler_batch_tokens_count 1\n"), std::string::npos) << text;
+}
+
+TEST(TokenBudgetSchedulerTest, CarriesTokenTypeIdsIntoTheBatch) {
+  FakeEngine engine(/*auto_complete=*/false);
+  TokenBudgetScheduler scheduler(&engine, Options(/*budget=*/6, 1 << 20, /*in_flight=*/1));
+  // Request a: the first sequence has types, the second none (all zero); request b has no
+  // types at all. a's second sequence spills into the second batch together with b.
+  EmbedRequest a = Request({Seq(10, 4), Seq(20, 3)});
+  a.token_type_ids = {{0, 0, 1, 1}, {}};
+  EmbedRequest b = Request({Seq(30, 2)});
+  auto fa = scheduler.Enqueue(std::move(a));
+  auto fb = scheduler.Enqueue(std::move(b));
+  ASSERT_TRUE(engine.WaitForBatches(1));
+  EXPECT_EQ(engine.batch(0).token_type_ids, (std::vector<int32_t>{0, 0, 1, 1}));
+  engine.Complete(0);
+  ASSERT_TRUE(engine.WaitForBatches(2));
+  // A batch where no sequence has types carries none (the engine reads that as all zero).
+  EXPECT_TRUE(engine.batch(1).token_type_ids.empty());
+  engine.Complete(1);
+  EXPECT_TRUE(fa.get().ok());
+  EXPECT_TRUE(fb.get().ok());
+}
+
+TEST(TokenBudgetSchedulerTest, ScorerRowsAreOneLogitWide) {
+  FakeEngine engine(/*auto_complete=*/true);
+  engine.MakeScorer();
+  TokenBudgetScheduler scheduler(&engine, Options(64));
+  EmbedRequest r = Request({Seq(1, 5), Seq(2, 3)});
+  r.token_type_ids = {{0, 0, 1, 1, 1}, {0, 1, 1}};
+  auto result = scheduler.Enqueue(std::move(r)).get();
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_EQ(result->dim, 1);
+  EXPECT_FLOAT_EQ(result->row(0)[0], FakeEngine::ScorerLogit(5, 3));
+  EXPECT_FLOAT_EQ(result->row(1)[0], FakeEngine::ScorerLogit(3, 2));
+}
+
+TEST(TokenBudgetSchedulerTest, RejectsTokenTypeIdsOfTheWrongShape) {
+  FakeEngine engine(/*auto_complete=*/true);
+  TokenBudgetScheduler scheduler(&engine, Options(/*budget=*/8));
+  auto noop = [](Result<Embeddings>) {};
+  EmbedRequest wrong_count = Request({Seq(1, 2), Seq(3, 2)});
+  wrong_count.token_type_ids = {{0, 1}};
+  EXPECT_EQ(scheduler.Enqueue(std::move(wrong_count), noop).code(), StatusCode::kInvalidArgument);
+  EmbedRequest wrong_length = Request({Seq(1, 2)});
+  wrong_length.token_type_ids = {{0, 1, 1}};
+  EXPECT_EQ(scheduler.Enqueue(std::move(wrong_length), noop).code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -41,22 +41,40 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
     float* o = out + size_t(start) * hidden + size_t(h) * head_dim;
     // scores = Q K^T / sqrt(d): K's rows are the "weight" rows.
     PackRows(k, len, head_dim, ld_qkv, k_packed);
-    PackedGemm(q, len, ld_qkv, PanelView{k_packed, len, head_dim}, scale, nullptr, scores, len,
-               Epilogue::kNone);
-    if (causal) {
-      // Row i keeps columns 0..i; the masked ones become exact zeros, as softmax of -inf.
-      for (int i = 0; i < len; ++i) {
+    PackColumns(v, head_dim, len, ld_qkv, v_packed);
+    if (!causal) {
+      PackedGemm(q, len, ld_qkv, PanelView{k_packed, len, head_dim}, scale, nullptr, scores, len,
+                 Epilogue::kNone);
+      SoftmaxRows(scores, len, len, len);
+      // out = P V: V [len, d] holds the weight W = V^T column by column.
+      PackedGemm(scores, len, len, PanelView{v_packed, head_dim, len}, 1.0f, nullptr, o, hidden,
+                 Epilogue::kNone);
+      return;
+    }
+    // Causal: rows [r0, r1) only see keys [0, r1), so each block of rows multiplies only that
+    // much of K and V (about half the work of the full products). Row i keeps columns 0..i;
+    // the masked ones become exact zeros, as softmax of -inf, and add nothing to P V.
+    constexpr int kRowBlock = 64;
+    for (int r0 = 0; r0 < len; r0 += kRowBlock) {
+      const int r1 = std::min(len, r0 + kRowBlock);
+      const int key_panels = (r1 + kPanelWidth - 1) / kPanelWidth;
+      const int keys = std::min(len, key_panels * kPanelWidth);
+      PackedGemmTiles(q, ld_qkv, PanelView{k_packed, len, head_dim}, scale, nullptr, scores, len,
+                      Epilogue::kNone, r0, r1, 0, key_panels);
+      for (int i = r0; i < r1; ++i) {
         float* r = scores + size_t(i) * len;
         SoftmaxRows(r, 1, i + 1, len);
-        std::fill(r + i + 1, r + len, 0.0f);
+        std::fill(r + i + 1, r + keys, 0.0f);
       }
-    } else {
-      SoftmaxRows(scores, len, len, len);
+      // P V over the first r1 keys: each 16-wide panel of V^T is [len][16], so its first r1
+      // rows are the panel of the truncated product.
+      const PanelView vt{v_packed, head_dim, len};
+      for (int p = 0; p < vt.panels(); ++p) {
+        const PanelView panel{vt.panel(p), std::min(kPanelWidth, head_dim - p * kPanelWidth), r1};
+        PackedGemmTiles(scores, len, panel, 1.0f, nullptr, o + p * kPanelWidth, hidden,
+                        Epilogue::kNone, r0, r1, 0, 1);
+      }
     }
-    // out = P V: V [len, d] holds the weight W = V^T column by column.
-    PackColumns(v, head_dim, len, ld_qkv, v_packed);
-    PackedGemm(scores, len, len, PanelView{v_packed, head_dim, len}, 1.0f, nullptr, o, hidden,
-               Epilogue::kNone);
   };
 
   if (num_seqs >= 2 * threads) {

@@ -1,0 +1,29 @@
+// JSON request parsing helpers shared by the gateway's request parsers (simdjson DOM): the
+// body as an object, and optional typed fields with OpenAI-style errors naming the field.
+// Thread safety: free functions; ParseJsonObject uses one parser per thread.
+#pragma once
+
+#include <simdjson.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "gateway/api_error.h"
+#include "tokenizer/tokenizer.h"
+
+namespace orchid {
+
+// Parses `body` (kept alive by the caller while *doc is used) into a JSON object; errors for
+// invalid UTF-8, empty bodies, invalid JSON and non-objects. The element lives until this
+// thread's next call.
+std::optional<ApiError> ParseDocument(std::string_view body, simdjson::dom::element* doc);
+// An optional string field: null leaves it unset.
+std::optional<ApiError> ParseOptionalString(simdjson::dom::element value, const char* name,
+                                            std::optional<std::string>* out);
+// A boolean field: null leaves *out as it is.
+std::optional<ApiError> ParseBool(simdjson::dom::element value, const char* name, bool* out);
+// "truncation_direction": "left" | "right" (any case, as TEI's Left/Right); null leaves *out.
+std::optional<ApiError> ParseTruncationDirection(simdjson::dom::element value, TruncationSide* out);
+
+}  // namespace orchid

@@ -1,0 +1,262 @@
+#include "gateway/score_request.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <utility>
+
+#include "gateway/json_parse.h"
+#include "gateway/json_writer.h"
+
+namespace orchid {
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+
+std::string Indexed(std::string_view field, size_t i) {
+  std::string s(field);
+  s.append("[").append(std::to_string(i)).append("]");
+  return s;
+}
+
+ApiError TooMany(std::string_view field, size_t n) {
+  ApiError e = ApiError::InvalidRequest(
+      std::string(field) + " has " + std::to_string(n) + " entries, more than the limit of " +
+          std::to_string(kMaxScorePairs) + " per request; split it into smaller requests",
+      std::string(field), "too_many_inputs");
+  e.http_status = 413;
+  return e;
+}
+
+std::optional<ApiError> ParseNonEmptyString(element value, const std::string& param,
+                                            std::string* out) {
+  if (value.type() != element_type::STRING) {
+    return ApiError::InvalidRequest(param + " must be a string", param);
+  }
+  std::string_view s = value;
+  if (s.empty()) return ApiError::InvalidRequest(param + " must not be an empty string", param);
+  out->assign(s);
+  return std::nullopt;
+}
+
+// A list of documents: strings, or (when `allow_objects`) objects with a "text" string.
+std::optional<ApiError> ParseTexts(element value, std::string_view name, bool allow_objects,
+                                   std::vector<std::string>* out) {
+  const std::string param(name);
+  out->clear();
+  if (value.type() != element_type::ARRAY) {
+    return ApiError::InvalidRequest(
+        param + (allow_objects ? " must be an array of strings or of {\"text\": string} objects"
+                               : " must be an array of strings"),
+        param);
+  }
+  simdjson::dom::array items = value;
+  if (items.size() == 0) return ApiError::InvalidRequest(param + " must not be empty", param);
+  if (items.size() > kMaxScorePairs) return TooMany(name, items.size());
+  size_t i = 0;
+  for (element item : items) {
+    const std::string p = Indexed(name, i++);
+    out->emplace_back();
+    if (allow_objects && item.type() == element_type::OBJECT) {
+      element text;
+      if (item["text"].get(text) != simdjson::SUCCESS) {
+        return ApiError::InvalidRequest(p + " must have a \"text\" string", p + ".text");
+      }
+      if (auto err = ParseNonEmptyString(text, p + ".text", &out->back())) return err;
+      continue;
+    }
+    if (auto err = ParseNonEmptyString(item, p, &out->back())) return err;
+  }
+  return std::nullopt;
+}
+
+
+// Fields every scoring route shares; true when `key` was one of them (*err set on bad values).
+bool ParseCommonField(std::string_view key, element value, ScoreRequest* out,
+                      std::optional<ApiError>* err) {
+  if (key == "model") {
+    *err = ParseOptionalString(value, "model", &out->model);
+  } else if (key == "instruction") {
+    *err = ParseOptionalString(value, "instruction", &out->instruction);
+  } else if (key == "truncate") {
+    *err = ParseBool(value, "truncate", &out->truncate);
+  } else if (key == "truncation_direction") {
+    *err = ParseTruncationDirection(value, &out->truncation_direction);
+  } else if (key == "raw_scores") {
+    *err = ParseBool(value, "raw_scores", &out->raw_scores);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Indices of `scores` by score, best first (ties keep input order).
+std::vector<size_t> Ranked(const std::vector<float>& scores) {
+  std::vector<size_t> order(scores.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(),
+                   [&scores](size_t a, size_t b) { return scores[a] > scores[b]; });
+  return order;
+}
+
+}  // namespace
+
+std::optional<ApiError> ParseTeiRerankRequest(std::string_view body, ScoreRequest* out) {
+  *out = ScoreRequest{};
+  out->documents_field = "texts";
+  element doc;
+  if (auto err = ParseDocument(body, &doc)) return err;
+  bool has_query = false, has_texts = false;
+  for (simdjson::dom::key_value_pair field : simdjson::dom::object(doc)) {
+    const std::string_view key = field.key;
+    std::optional<ApiError> err;
+    if (key == "query") {
+      out->queries.assign(1, {});
+      if ((err = ParseNonEmptyString(field.value, "query", &out->queries[0]))) return err;
+      has_query = true;
+    } else if (key == "texts") {
+      if ((err = ParseTexts(field.value, "texts", false, &out->documents))) return err;
+      has_texts = true;
+    } else if (key == "return_text") {
+      if ((err = ParseBool(field.value, "return_text", &out->return_text))) return err;
+    } else if (ParseCommonField(key, field.value, out, &err)) {
+      if (err) return err;
+    }
+  }
+  if (!has_query) return ApiError::InvalidRequest("query is required", "query");
+  if (!has_texts) return ApiError::InvalidRequest("texts is required", "texts");
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseRerankRequest(std::string_view body, ScoreRequest* out) {
+  *out = ScoreRequest{};
+  out->truncate = true;
+  element doc;
+  if (auto err = ParseDocument(body, &doc)) return err;
+  bool has_query = false, has_documents = false;
+  for (simdjson::dom::key_value_pair field : simdjson::dom::object(doc)) {
+    const std::string_view key = field.key;
+    const element value = field.value;
+    std::optional<ApiError> err;
+    if (key == "query") {
+      out->queries.assign(1, {});
+      if ((err = ParseNonEmptyString(value, "query", &out->queries[0]))) return err;
+      has_query = true;
+    } else if (key == "documents") {
+      if ((err = ParseTexts(value, "documents", true, &out->documents))) return err;
+      has_documents = true;
+    } else if (key == "return_documents") {
+      if ((err = ParseBool(value, "return_documents", &out->return_text))) return err;
+    } else if (key == "top_n") {
+      if (value.type() == element_type::NULL_VALUE) continue;
+      if (value.type() == element_type::INT64 && int64_t(value) >= 1) {
+        out->top_n = int64_t(value);
+      } else if (value.type() == element_type::UINT64) {
+        out->top_n = std::numeric_limits<int64_t>::max();
+      } else {
+        return ApiError::InvalidRequest("top_n must be a positive integer", "top_n");
+      }
+    } else if (ParseCommonField(key, value, out, &err)) {
+      if (err) return err;
+    }
+    // max_chunks_per_doc, rank_fields, user and unknown fields are accepted and ignored.
+  }
+  if (!has_query) return ApiError::InvalidRequest("query is required", "query");
+  if (!has_documents) return ApiError::InvalidRequest("documents is required", "documents");
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseScoreRequest(std::string_view body, ScoreRequest* out) {
+  *out = ScoreRequest{};
+  out->documents_field = "text_2";
+  element doc;
+  if (auto err = ParseDocument(body, &doc)) return err;
+  bool has_1 = false, has_2 = false;
+  for (simdjson::dom::key_value_pair field : simdjson::dom::object(doc)) {
+    const std::string_view key = field.key;
+    const element value = field.value;
+    std::optional<ApiError> err;
+    if (key == "text_1" || key == "text_2") {
+      std::vector<std::string>* texts = key == "text_1" ? &out->queries : &out->documents;
+      const std::string name(key);
+      if (value.type() == element_type::STRING) {
+        texts->assign(1, {});
+        if ((err = ParseNonEmptyString(value, name, &(*texts)[0]))) return err;
+      } else if ((err = ParseTexts(value, name, false, texts))) {
+        if (value.type() != element_type::ARRAY) {
+          return ApiError::InvalidRequest(name + " must be a string or an array of strings", name);
+        }
+        return err;
+      }
+      (key == "text_1" ? has_1 : has_2) = true;
+    } else if (ParseCommonField(key, value, out, &err)) {
+      if (err) return err;
+    }
+  }
+  if (!has_1) return ApiError::InvalidRequest("text_1 is required", "text_1");
+  if (!has_2) return ApiError::InvalidRequest("text_2 is required", "text_2");
+  if (out->queries.size() > 1 && out->queries.size() != out->documents.size()) {
+    return ApiError::InvalidRequest(
+        "text_1 has " + std::to_string(out->queries.size()) + " texts and text_2 " +
+            std::to_string(out->documents.size()) +
+            "; send one text_1, or as many as text_2 (they are paired in order)",
+        "text_1");
+  }
+  return std::nullopt;
+}
+
+std::string WriteTeiRerankResponse(const ScoreRequest& request, const std::vector<float>& scores) {
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginArray();
+  for (size_t i : Ranked(scores)) {
+    w.BeginObject().Key("index").Int(int64_t(i)).Key("score").Float(scores[i]);
+    if (request.return_text) w.Key("text").String(request.documents[i]);
+    w.EndObject();
+  }
+  w.EndArray();
+  return out;
+}
+
+std::string WriteRerankResponse(const ScoreRequest& request, const std::vector<float>& scores,
+                                std::string_view model, int64_t tokens) {
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject().Key("model").String(model).Key("results").BeginArray();
+  std::vector<size_t> order = Ranked(scores);
+  if (request.top_n && size_t(*request.top_n) < order.size()) order.resize(size_t(*request.top_n));
+  for (size_t i : order) {
+    w.BeginObject().Key("index").Int(int64_t(i)).Key("relevance_score").Float(scores[i]);
+    if (request.return_text) {
+      w.Key("document").BeginObject().Key("text").String(request.documents[i]).EndObject();
+    }
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("usage").BeginObject().Key("prompt_tokens").Int(tokens);
+  w.Key("total_tokens").Int(tokens).EndObject();
+  w.EndObject();
+  return out;
+}
+
+std::string WriteScoreResponse(const std::vector<float>& scores, std::string_view model,
+                               int64_t tokens, int64_t created) {
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject().Key("object").String("list").Key("created").Int(created);
+  w.Key("model").String(model).Key("data").BeginArray();
+  for (size_t i = 0; i < scores.size(); ++i) {
+    w.BeginObject().Key("index").Int(int64_t(i)).Key("object").String("score");
+    w.Key("score").Float(scores[i]).EndObject();
+  }
+  w.EndArray();
+  w.Key("usage").BeginObject().Key("prompt_tokens").Int(tokens);
+  w.Key("total_tokens").Int(tokens).EndObject();
+  w.EndObject();
+  return out;
+}
+
+}  // namespace orchid

@@ -1,0 +1,64 @@
+// The scoring (rerank) requests the HTTP API accepts, parsed from JSON into one form, and the
+// three reply shapes written from one list of scores:
+//
+//   POST /rerank      text-embeddings-inference: {query, texts, truncate, truncation_direction,
+//                     raw_scores, return_text} → [{index, score[, text]}] sorted by score
+//   POST /v1/rerank   Cohere / Jina: {model, query, documents: [str | {text}], top_n,
+//                     return_documents} → {model, results: [{index, relevance_score,
+//                     document?: {text}}], usage}
+//   POST /v1/score    vLLM's score API: {model, text_1: str | [str], text_2: str | [str]} →
+//                     {object: "list", model, data: [{index, object: "score", score}], usage}
+//
+// Every route also takes `instruction` (Qwen3-Reranker's <Instruct>), `truncate`,
+// `truncation_direction` and `raw_scores`. Parsers check JSON types and shapes only; what
+// depends on the model is checked by ScoreService. Thread safety: free functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/api_error.h"
+#include "tokenizer/tokenizer.h"
+
+namespace orchid {
+
+struct ScoreRequest {
+  // Pairs (queries[i], documents[i]); a single query is paired with every document.
+  std::vector<std::string> queries;
+  std::vector<std::string> documents;
+  std::optional<std::string> model;
+  std::optional<std::string> instruction;  // Qwen3-Reranker's task instruction
+  bool truncate = false;                   // cut pairs over the model's maximum, else refuse
+  TruncationSide truncation_direction = TruncationSide::kRight;
+  bool raw_scores = false;  // the model's logit instead of the activated score
+  // Reply options.
+  bool return_text = false;                   // include each document's text in the reply
+  std::optional<int64_t> top_n;               // /v1/rerank: only the best N results
+  std::string documents_field = "documents";  // how errors name a document: texts, text_2
+
+  size_t num_pairs() const { return documents.size(); }
+  const std::string& query(size_t i) const { return queries.size() == 1 ? queries[0] : queries[i]; }
+};
+
+// The number of documents (or pairs) one request may hold (TEI's max_client_batch_size for
+// /rerank, OpenAI's input limit for embeddings).
+inline constexpr size_t kMaxScorePairs = 2048;
+
+std::optional<ApiError> ParseTeiRerankRequest(std::string_view body, ScoreRequest* out);
+// Defaults: truncate true (Cohere and Jina cut long documents), return_documents false.
+std::optional<ApiError> ParseRerankRequest(std::string_view body, ScoreRequest* out);
+// text_1 a string and text_2 a string or a list: one query against every text_2; both lists of
+// equal length: zipped pairs (a text_1 list of one is broadcast). Defaults: truncate false.
+std::optional<ApiError> ParseScoreRequest(std::string_view body, ScoreRequest* out);
+
+// The reply writers take the request (for texts and options) and one score per pair.
+std::string WriteTeiRerankResponse(const ScoreRequest& request, const std::vector<float>& scores);
+std::string WriteRerankResponse(const ScoreRequest& request, const std::vector<float>& scores,
+                                std::string_view model, int64_t tokens);
+std::string WriteScoreResponse(const std::vector<float>& scores, std::string_view model,
+                               int64_t tokens, int64_t created);
+
+}  // namespace orchid

@@ -1,0 +1,171 @@
+#include "gateway/score_service.h"
+
+#include <cmath>
+#include <memory>
+#include <utility>
+
+namespace orchid {
+namespace {
+
+std::string Param(const ScoreRequest& r, size_t i) {
+  std::string s = r.documents_field;
+  s.append("[").append(std::to_string(i)).append("]");
+  return s;
+}
+
+ApiError TooLong(const std::string& param, size_t n, int max) {
+  std::string m = param;
+  m.append(": the pair has ")
+      .append(std::to_string(n))
+      .append(" tokens, more than the model's maximum of ")
+      .append(std::to_string(max))
+      .append("; shorten it or send \"truncate\": true");
+  return ApiError::InvalidRequest(std::move(m), param, "context_length_exceeded");
+}
+
+ApiError FromTokenizer(const Status& st, const std::string& param) {
+  ApiError e = ApiError::FromStatus(st, param);
+  if (e.http_status == 400) e.message = param + ": " + e.message;
+  return e;
+}
+
+}  // namespace
+
+ScoreService::ScoreService(const Tokenizer* tokenizer, EmbedBackend* backend,
+                           std::string served_model_name, Executor completions)
+    : tokenizer_(tokenizer),
+      backend_(backend),
+      model_name_(std::move(served_model_name)),
+      completions_(std::move(completions)) {
+  const ModelInfo& info = backend_->model_info();
+  max_seq_length_ = info.max_seq_length > 0 ? info.max_seq_length : info.max_position_embeddings;
+  if (info.task == ModelTask::kScore && info.pair_format == PairFormat::kQwen3RerankerChat) {
+    EncodeOptions plain;
+    plain.add_special_tokens = false;
+    Encoding e;
+    if (tokenizer_->Encode(kQwen3RerankerPrefix, plain, &e).ok()) prefix_ids_ = e.ids;
+    if (tokenizer_->Encode(kQwen3RerankerSuffix, plain, &e).ok()) suffix_ids_ = e.ids;
+  }
+}
+
+bool ScoreService::is_scorer() const { return backend_->model_info().task == ModelTask::kScore; }
+
+std::optional<ApiError> ScoreService::EncodePair(const ScoreRequest& request, size_t i,
+                                                 Encoding* out) const {
+  const ModelInfo& info = backend_->model_info();
+  const std::string param = Param(request, i);
+  const size_t max_len = size_t(max_seq_length_);
+  EncodeOptions options;
+  options.add_special_tokens = true;
+  options.side = request.truncation_direction;
+  options.strategy = TruncationStrategy::kLongestFirst;
+  out->clear();
+  if (info.pair_format == PairFormat::kQwen3RerankerChat) {
+    const size_t fixed = prefix_ids_.size() + suffix_ids_.size();
+    if (fixed >= max_len) {
+      return ApiError::FromStatus(
+          Status::Internal("the model's maximum length does not hold Qwen3-Reranker's template"));
+    }
+    std::string middle = "<Instruct>: ";
+    middle.append(request.instruction ? *request.instruction : kQwen3RerankerDefaultInstruction)
+        .append("\n<Query>: ")
+        .append(request.query(i))
+        .append("\n<Document>: ")
+        .append(request.documents[i]);
+    if (request.truncate) options.max_length = max_len - fixed;
+    Encoding body;
+    if (Status st = tokenizer_->Encode(middle, options, &body); !st.ok()) {
+      return FromTokenizer(st, param);
+    }
+    const size_t n = fixed + body.ids.size();
+    if (n > max_len) return TooLong(param, n, max_seq_length_);
+    out->ids.reserve(n);
+    out->ids = prefix_ids_;
+    out->ids.insert(out->ids.end(), body.ids.begin(), body.ids.end());
+    out->ids.insert(out->ids.end(), suffix_ids_.begin(), suffix_ids_.end());
+    return std::nullopt;  // one sequence: no token types
+  }
+  if (request.truncate) options.max_length = max_len;
+  if (Status st = tokenizer_->EncodePair(request.query(i), request.documents[i], options, out);
+      !st.ok()) {
+    return FromTokenizer(st, param);
+  }
+  if (out->ids.size() > max_len) return TooLong(param, out->ids.size(), max_seq_length_);
+  return std::nullopt;
+}
+
+void ScoreService::Score(ScoreRequest request, std::function<void(ScoreReply)> done) {
+  auto fail = [&done](ApiError e) {
+    ScoreReply reply;
+    reply.error = std::move(e);
+    done(std::move(reply));
+  };
+  const ModelInfo& info = backend_->model_info();
+  if (info.task != ModelTask::kScore) {
+    return fail(ApiError::InvalidRequest(
+        "The model `" + model_name_ +
+            "` is an embedding model; rerank and score requests need a reranker "
+            "(cross-encoder) model. Use /v1/embeddings for it.",
+        "model", "model_not_a_reranker"));
+  }
+  if (info.num_labels != 1) {
+    return fail(ApiError::InvalidRequest("The model `" + model_name_ + "` has " +
+                                             std::to_string(info.num_labels) +
+                                             " labels; rerank and score need a one-label model",
+                                         "model", "model_not_a_reranker"));
+  }
+  const size_t n = request.num_pairs();
+  EmbedRequest job;
+  job.pooling = info.default_pooling;
+  job.normalize = false;
+  job.sequences.resize(n);
+  bool typed = false;
+  std::vector<std::vector<int32_t>> types(n);
+  int64_t tokens = 0;
+  Encoding encoding;
+  for (size_t i = 0; i < n; ++i) {
+    if (auto err = EncodePair(request, i, &encoding)) return fail(std::move(*err));
+    if (encoding.ids.empty()) {
+      return fail(
+          ApiError::InvalidRequest(Param(request, i) + " has no tokens", Param(request, i)));
+    }
+    tokens += int64_t(encoding.ids.size());
+    job.sequences[i] = std::move(encoding.ids);
+    for (int32_t t : encoding.type_ids) {
+      if (t != 0) {
+        typed = true;
+        types[i] = std::move(encoding.type_ids);
+        break;
+      }
+    }
+    encoding.clear();
+  }
+  if (typed) job.token_type_ids = std::move(types);
+
+  const bool raw = request.raw_scores || info.score_activation == ScoreActivation::kIdentity;
+  auto shared_done = std::make_shared<std::function<void(ScoreReply)>>(std::move(done));
+  backend_->Embed(std::move(job), [this, shared_done, tokens, raw, n](Result<Embeddings> rows) {
+    auto result = std::make_shared<Result<Embeddings>>(std::move(rows));
+    completions_([shared_done, result, tokens, raw, n] {
+      ScoreReply reply;
+      if (!result->ok()) {
+        reply.error = ApiError::FromStatus(result->status());
+      } else if (result->value().rows != int(n) || result->value().dim < 1) {
+        reply.error = ApiError::FromStatus(Status::Internal(
+            "the backend returned " + std::to_string(result->value().rows) + " rows of width " +
+            std::to_string(result->value().dim) + " for " + std::to_string(n) + " pairs"));
+      } else {
+        const Embeddings& m = result->value();
+        reply.scores.resize(n);
+        for (size_t i = 0; i < n; ++i) {
+          const float logit = m.row(int(i))[0];
+          reply.scores[i] = raw ? logit : 1.0f / (1.0f + std::exp(-logit));
+        }
+        reply.tokens = tokens;
+      }
+      (*shared_done)(std::move(reply));
+    });
+  });
+}
+
+}  // namespace orchid

@@ -1,0 +1,82 @@
+// ScoreService: turns a parsed scoring (rerank) request into one relevance score per
+// (query, document) pair for a scorer model (ModelInfo::task == kScore) — builds each pair's
+// input sequence as the model expects it (ModelInfo::pair_format), hands the sequences to the
+// EmbedBackend (one logit row per sequence) and applies the model's activation.
+//
+//   kTokenizerPair      the tokenizer's pair template ([CLS] q [SEP] d [SEP]) with token type
+//                       ids; truncation longest_first to the model's maximum, as TEI and
+//                       sentence-transformers' CrossEncoder do.
+//   kQwen3RerankerChat  Qwen3-Reranker's official usage: prefix tokens + the tokens of
+//                       "<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {doc}" +
+//                       suffix tokens, the three tokenized separately (prefix and suffix without
+//                       special tokens); truncation cuts only the middle part, so the chat
+//                       template around it survives.
+//
+// Scores: sigmoid(logit) (or the logit itself for ScoreActivation::kIdentity models), the raw
+// logit when the request asks for raw_scores.
+//
+// Thread safety: Score() may be called from many threads at once. It tokenizes on the calling
+// thread (call it from a worker pool, not an io thread) and never waits for the engine.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gateway/api_error.h"
+#include "gateway/embed_backend.h"
+#include "gateway/executor.h"
+#include "gateway/score_request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace orchid {
+
+struct ScoreReply {
+  std::optional<ApiError> error;  // set → nothing else is
+  std::vector<float> scores;      // one per pair, in request order
+  int64_t tokens = 0;             // tokens fed to the model, special tokens included
+};
+
+// Qwen3-Reranker's chat template (its model card's usage code).
+inline constexpr const char* kQwen3RerankerPrefix =
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query "
+    "and the Instruct provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n"
+    "<|im_start|>user\n";
+inline constexpr const char* kQwen3RerankerSuffix =
+    "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+inline constexpr const char* kQwen3RerankerDefaultInstruction =
+    "Given a web search query, retrieve relevant passages that answer the query";
+
+class ScoreService {
+ public:
+  // The tokenizer and backend must outlive the service. `completions` runs the second half of
+  // each request (after the engine) off the backend's threads.
+  ScoreService(const Tokenizer* tokenizer, EmbedBackend* backend, std::string served_model_name,
+               Executor completions);
+
+  const std::string& model_name() const { return model_name_; }
+  // False for embedding models: every request is then refused with a 400 naming the model.
+  bool is_scorer() const;
+
+  // Calls `done` exactly once: inline when the request is refused before queueing, otherwise
+  // as a task on the completions executor.
+  void Score(ScoreRequest request, std::function<void(ScoreReply)> done);
+
+  // The token ids (and type ids; empty = all zero) of pair i as the model will see it, or the
+  // error (its param names the document, e.g. `texts[3]`). Exposed for tests.
+  std::optional<ApiError> EncodePair(const ScoreRequest& request, size_t i, Encoding* out) const;
+
+ private:
+  const Tokenizer* tokenizer_;
+  EmbedBackend* backend_;
+  std::string model_name_;
+  Executor completions_;
+  int max_seq_length_ = 0;
+  // Qwen3-Reranker: the template's fixed token ids (empty for other formats).
+  std::vector<int32_t> prefix_ids_;
+  std::vector<int32_t> suffix_ids_;
+};
+
+}  // namespace orchid

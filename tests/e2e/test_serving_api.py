@@ -1,0 +1,283 @@
+"""The serving API of the model-families work (issue 6) against a real `orchid serve`:
+several models in one process (`--model NAME=DIR`, selected by the request's `model`),
+quantized embedding outputs (int8 / uint8 / binary / ubinary, Cohere's embedding_types),
+truncation direction, OpenAI's 2048-input limit, and the three rerank routes (/rerank,
+/v1/rerank, /v1/score) agreeing with each other and with the reference scores on the
+random-weight cross-encoder fixtures (models/fixtures, made by `make fixtures`)."""
+import csv
+import json
+
+import numpy as np
+import pytest
+import requests
+
+from support import (MAX_SEQ_LENGTH, ORCHID_MODEL, REPO, SENTENCES, SHARED_DATA, SHORT,
+                     OrchidServer, assert_close_to_reference, hf_tokenizer, rows)
+
+FIXTURES = REPO / "models" / "fixtures"
+REFERENCE = REPO / "tests" / "fixtures" / "models" / "reference"
+
+
+@pytest.fixture(scope="module")
+def two_names():
+    """The default model served twice, as `alpha` (the default) and `beta`."""
+    s = OrchidServer("--model", f"beta={ORCHID_MODEL}", model=f"alpha={ORCHID_MODEL}")
+    yield s
+    assert s.stop() == 0, s.log_text()
+
+
+def post(server, path, body):
+    return requests.post(server.url + path, json=body, timeout=120)
+
+
+def test_models_are_listed_and_selected_by_name(two_names):
+    r = requests.get(two_names.url + "/v1/models", timeout=10)
+    assert r.status_code == 200, r.text
+    assert [m["id"] for m in r.json()["data"]] == ["alpha", "beta"]
+    texts = [SENTENCES[i] for i in SHORT[:8]]
+    alpha = rows(post(two_names, "/v1/embeddings", {"input": texts, "model": "alpha"}).json())
+    beta = post(two_names, "/v1/embeddings", {"input": texts, "model": "beta"}).json()
+    assert beta["model"] == "beta"
+    default = post(two_names, "/v1/embeddings", {"input": texts}).json()
+    assert default["model"] == "alpha"
+    assert_close_to_reference(alpha, SHORT[:8], "model alpha")
+    np.testing.assert_array_equal(alpha, rows(beta))
+    np.testing.assert_array_equal(alpha, rows(default))
+
+
+def test_unknown_model_is_404_listing_the_names(two_names):
+    r = post(two_names, "/v1/embeddings", {"input": "x", "model": "gamma"})
+    assert r.status_code == 404, r.text
+    err = r.json()["error"]
+    assert err["code"] == "model_not_found" and err["param"] == "model"
+    assert "`alpha`" in err["message"] and "`beta`" in err["message"]
+
+
+def test_an_embedding_model_refuses_rerank(two_names):
+    for path, body in (("/rerank", {"query": "q", "texts": ["a"]}),
+                       ("/v1/rerank", {"query": "q", "documents": ["a"], "model": "beta"}),
+                       ("/v1/score", {"text_1": "q", "text_2": ["a"]})):
+        r = post(two_names, path, body)
+        assert r.status_code == 400, (path, r.text)
+        assert "embedding model" in r.text, r.text
+
+
+def test_more_than_2048_inputs_is_413(two_names):
+    r = post(two_names, "/v1/embeddings", {"input": ["a"] * 2049})
+    assert r.status_code == 413, r.text[:300]
+    assert r.json()["error"]["code"] == "too_many_inputs"
+    assert post(two_names, "/v1/embeddings", {"input": ["a"] * 2048}).status_code == 200
+
+
+def st_quantize(x, precision):
+    """sentence-transformers' quantize_embeddings(x, precision, ranges=[[-1]*d, [1]*d]) (and
+    its calibration-free binary formats), in numpy."""
+    x = np.asarray(x, dtype=np.float32)
+    if precision in ("binary", "ubinary"):
+        packed = np.packbits(x > 0, axis=-1)
+        return packed.astype(np.int32) - 128 if precision == "binary" else packed.astype(np.int32)
+    starts = np.full(x.shape[1], -1.0)
+    steps = (np.full(x.shape[1], 1.0) - starts) / 255
+    clipped = np.clip(x, -1.0, 1.0)
+    if precision == "uint8":
+        return ((clipped - starts) / steps).astype(np.uint8).astype(np.int32)
+    return ((clipped - starts) / steps - 128).astype(np.int8).astype(np.int32)
+
+
+def test_quantized_encodings(two_names):
+    texts = [SENTENCES[i] for i in SHORT[:6]]
+    floats = rows(post(two_names, "/v1/embeddings", {"input": texts, "encoding_format": "float"}).json())
+    for precision in ("int8", "uint8", "binary", "ubinary"):
+        r = post(two_names, "/v1/embeddings", {"input": texts, "encoding_format": precision})
+        assert r.status_code == 200, r.text
+        got = np.array([d["embedding"] for d in r.json()["data"]])
+        np.testing.assert_array_equal(got, st_quantize(floats, precision), err_msg=precision)
+    # Cohere: embeddings by type, in one reply.
+    r = post(two_names, "/v1/embeddings",
+             {"input": texts, "embedding_types": ["float", "int8", "ubinary"], "dimensions": 128})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["response_type"] == "embeddings_by_type" and "data" not in body
+    by_type = body["embeddings"]
+    assert sorted(by_type) == ["float", "int8", "ubinary"]
+    f = np.array(by_type["float"], dtype=np.float32)
+    assert f.shape == (6, 128)
+    np.testing.assert_array_equal(np.array(by_type["int8"]), st_quantize(f, "int8"))
+    np.testing.assert_array_equal(np.array(by_type["ubinary"]), st_quantize(f, "ubinary"))
+    assert np.array(by_type["ubinary"]).shape == (6, 16)
+    r = post(two_names, "/v1/embeddings", {"input": "x", "embedding_types": ["int4"]})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "embedding_types[0]"
+
+
+def test_truncation_direction(two_names):
+    long_text = " ".join(SENTENCES[i] for i in SHORT[:40])
+    tok = hf_tokenizer()
+    ids = tok.encode(long_text).ids
+    assert len(ids) > MAX_SEQ_LENGTH
+    for direction in ("right", "left"):
+        tok.enable_truncation(MAX_SEQ_LENGTH, direction=direction)
+        want = tok.encode(long_text).ids
+        r = post(two_names, "/v1/embeddings", {"input": long_text, "truncate": True,
+                                               "truncation_direction": direction})
+        assert r.status_code == 200, r.text
+        assert r.json()["usage"]["prompt_tokens"] == MAX_SEQ_LENGTH
+        by_ids = post(two_names, "/v1/embeddings", {"input": [want]})
+        np.testing.assert_allclose(rows(r.json()), rows(by_ids.json()), atol=1e-6,
+                                   err_msg=direction)
+    left = post(two_names, "/embed", {"inputs": long_text, "truncate": True,
+                                      "truncation_direction": "Left"})
+    right = post(two_names, "/embed", {"inputs": long_text, "truncate": True})
+    assert left.status_code == 200 and right.status_code == 200
+    assert not np.allclose(left.json(), right.json())
+    r = post(two_names, "/v1/embeddings", {"input": long_text})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "context_length_exceeded"
+
+
+# --- rerankers (the random-weight fixtures) ---------------------------------------------------
+
+def stsb_pairs(n):
+    with open(SHARED_DATA / "stsb" / "stsb-en-test.csv", encoding="utf-8") as f:
+        return [(r[0], r[1]) for r in list(csv.reader(f))[:n]]
+
+
+def reranker(name):
+    d = FIXTURES / name
+    if not (d / "config.json").exists():
+        pytest.skip(f"{d} is missing (run `make fixtures`)")
+    return OrchidServer(model=f"{name}={d}")
+
+
+@pytest.mark.parametrize("name", ["bert-cross-encoder", "xlmr-cross-encoder"])
+def test_cross_encoder_routes_agree_with_each_other_and_the_reference(name):
+    pairs = stsb_pairs(8)
+    with open(REFERENCE / f"{name}.json", encoding="utf-8") as f:
+        expected = [s["expected"][0] for s in json.load(f)["sequences"][:8]]
+    server = reranker(name)
+    try:
+        # One query against many documents: every route, raw logits and activated scores.
+        query = pairs[0][0]
+        docs = [b for _, b in pairs]
+        tei = post(server, "/rerank", {"query": query, "texts": docs, "raw_scores": True})
+        assert tei.status_code == 200, tei.text
+        tei_scores = {d["index"]: d["score"] for d in tei.json()}
+        ranked = [d["score"] for d in tei.json()]
+        assert ranked == sorted(ranked, reverse=True)
+        cohere = post(server, "/v1/rerank", {"model": name, "query": query, "documents": docs,
+                                             "raw_scores": True, "return_documents": True})
+        assert cohere.status_code == 200, cohere.text
+        results = cohere.json()["results"]
+        assert all(r["document"]["text"] == docs[r["index"]] for r in results)
+        cohere_scores = {r["index"]: r["relevance_score"] for r in results}
+        score = post(server, "/v1/score", {"model": name, "text_1": query, "text_2": docs,
+                                           "raw_scores": True})
+        assert score.status_code == 200, score.text
+        score_scores = {d["index"]: d["score"] for d in score.json()["data"]}
+        assert tei_scores == cohere_scores == score_scores
+        # Activated scores: sigmoid for a sigmoid head, the logit for an Identity one.
+        act = {d["index"]: d["score"] for d in
+               post(server, "/rerank", {"query": query, "texts": docs}).json()}
+        config = json.loads((FIXTURES / name / "config.json").read_text())
+        identity = config.get("sentence_transformers", {}).get("activation_fn", "").endswith(
+            "Identity")
+        for i, logit in tei_scores.items():
+            want = logit if identity else 1 / (1 + np.exp(-logit))
+            assert act[i] == pytest.approx(want, abs=1e-6), (i, identity)
+        # The reference pairs (query_i, document_i), zipped through /v1/score.
+        zipped = post(server, "/v1/score", {"text_1": [a for a, _ in pairs],
+                                            "text_2": [b for _, b in pairs], "raw_scores": True})
+        assert zipped.status_code == 200, zipped.text
+        got = [d["score"] for d in zipped.json()["data"]]
+        np.testing.assert_allclose(got, expected, atol=1e-4)
+    finally:
+        assert server.stop() == 0, server.log_text()
+
+
+def test_qwen3_reranker_routes_agree_with_the_reference():
+    pairs = stsb_pairs(8)
+    with open(REFERENCE / "qwen3-reranker.json", encoding="utf-8") as f:
+        expected = [s["expected"][0] for s in json.load(f)["sequences"][:8]]
+    server = reranker("qwen3-reranker")
+    try:
+        r = post(server, "/v1/score", {"text_1": [a for a, _ in pairs],
+                                       "text_2": [b for _, b in pairs], "raw_scores": True})
+        assert r.status_code == 200, r.text
+        got = [d["score"] for d in r.json()["data"]]
+        np.testing.assert_allclose(got, expected, atol=1e-4)
+        # Sigmoid of logit(yes) - logit(no) by default; the same through /v1/rerank.
+        q, d = pairs[0]
+        tei = post(server, "/rerank", {"query": q, "texts": [d]}).json()[0]["score"]
+        assert tei == pytest.approx(1 / (1 + np.exp(-got[0])), abs=1e-6)
+        cohere = post(server, "/v1/rerank", {"query": q, "documents": [d]}).json()
+        assert cohere["results"][0]["relevance_score"] == tei
+    finally:
+        assert server.stop() == 0, server.log_text()
+
+
+def test_cross_encoder_behind_a_gateway_scores_like_serve():
+    """Split serving of a scorer: the workers' Info tells the gateway it fronts a reranker, and
+    the pairs' token types cross the gRPC hop (chunked over two workers)."""
+    import socket
+
+    from support import OrchidProcess, wait_healthy
+
+    name = "bert-cross-encoder"
+    d = FIXTURES / name
+    if not (d / "config.json").exists():
+        pytest.skip(f"{d} is missing (run `make fixtures`)")
+    pairs = stsb_pairs(8)
+    body = {"text_1": [a for a, _ in pairs], "text_2": [b for _, b in pairs], "raw_scores": True}
+    serve = OrchidServer(model=str(d))
+    try:
+        want = [x["score"] for x in post(serve, "/v1/score", body).json()["data"]]
+    finally:
+        serve.stop()
+
+    def free_port():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    workers, gateway = [], None
+    try:
+        for _ in range(2):
+            port = free_port()
+            workers.append(OrchidProcess(
+                ["worker", "--model", str(d), "--listen", f"127.0.0.1:{port}", "--threads", "1",
+                 "--metrics-listen", f"127.0.0.1:{free_port()}"],
+                ready=r"orchid worker: .* on grpc ", name=f"worker:{port}"))
+            workers[-1].address = f"127.0.0.1:{port}"
+        backends = [a for w in workers for a in ("--backend", w.address)]
+        gateway = OrchidProcess(["gateway", "--listen", "127.0.0.1:0", "--model", str(d),
+                                 "--chunk-tokens", "64", *backends],
+                                ready=r"orchid gateway for .* \(port (\d+)\)", name="gateway")
+        gateway.url = f"http://127.0.0.1:{gateway.ready.group(1)}"
+        wait_healthy(gateway.url, gateway.deadline, gateway)
+        r = post(gateway, "/v1/score", body)
+        assert r.status_code == 200, r.text
+        np.testing.assert_allclose([x["score"] for x in r.json()["data"]], want, atol=1e-5)
+        tei = post(gateway, "/rerank", {"query": pairs[0][0], "texts": [b for _, b in pairs]})
+        assert tei.status_code == 200, tei.text
+        r = post(gateway, "/v1/embeddings", {"input": "a"})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "model_not_an_embedder"
+    finally:
+        if gateway is not None:
+            gateway.stop()
+        for w in workers:
+            w.stop()
+
+
+def test_serve_refuses_ambiguous_model_names():
+    import subprocess
+
+    from support import ORCHID_BIN
+
+    for args, message in (
+            (["--model", f"a={ORCHID_MODEL}", "--model", f"a={ORCHID_MODEL}"], "two models are named `a`"),
+            (["--model", str(ORCHID_MODEL), "--model", str(ORCHID_MODEL)], "two models are named"),
+            (["--model", f"a={ORCHID_MODEL}", "--model", f"b={ORCHID_MODEL}",
+              "--served-model-name", "c"], "--served-model-name names a single model"),
+            (["--model", "a=/nonexistent/dir"], "is not a directory")):
+        p = subprocess.run([str(ORCHID_BIN), "serve", "--port", "0", *args], capture_output=True,
+                           text=True, timeout=120)
+        assert p.returncode == 2, (args, p.returncode, p.stdout, p.stderr)
+        assert message in p.stdout + p.stderr, (args, p.stdout, p.stderr)

@@ -1,0 +1,327 @@
+// The rerank routes (/rerank, /v1/rerank, /v1/score), model selection across several served
+// models, and ScoreService's pair encodings — over the fake tokenizer and fake engines: an
+// embedder "embed-model" (served first, the default) and a one-label scorer "rerank-model"
+// whose logit is 0.1 * length + sum of token type ids (FakeEngine::ScorerLogit).
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <cmath>
+#include <future>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gateway/fake_tokenizer.h"
+#include "gateway/router.h"
+#include "gateway/score_service.h"
+#include "worker/fake_engine.h"
+
+namespace orchid {
+namespace {
+
+using testing::FakeEngine;
+using testing::FakeTokenizer;
+
+constexpr int kMaxLen = 10;
+
+float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+// The fake scorer's logit for (one-word query, doc of `words` words): [CLS] q [SEP] d.. [SEP].
+float PairLogit(int words) { return FakeEngine::ScorerLogit(4 + words, words + 1); }
+
+class RerankTest : public ::testing::Test {
+ protected:
+  RerankTest()
+      : embed_engine_(true, 1000, kMaxLen),
+        score_engine_(MakeScorer()),
+        embed_scheduler_(&embed_engine_, TokenBudgetSchedulerOptions{64, 1 << 16, 2}),
+        score_scheduler_(score_engine_.get(), TokenBudgetSchedulerOptions{64, 1 << 16, 2}),
+        embed_backend_(&embed_scheduler_),
+        score_backend_(&score_scheduler_),
+        embed_(&tokenizer_, &embed_backend_, "embed-model", [](Task t) { t(); }),
+        embed_score_(&tokenizer_, &embed_backend_, "embed-model", [](Task t) { t(); }),
+        reranker_embed_(&tokenizer_, &score_backend_, "rerank-model", [](Task t) { t(); }),
+        reranker_(&tokenizer_, &score_backend_, "rerank-model", [](Task t) { t(); }),
+        router_(
+            std::vector<RoutedModel>{{&embed_, &embed_score_}, {&reranker_embed_, &reranker_}}) {}
+
+  static std::unique_ptr<FakeEngine> MakeScorer() {
+    auto e = std::make_unique<FakeEngine>(true, 1000, kMaxLen);
+    e->MakeScorer();
+    return e;
+  }
+
+  HttpResponse Call(std::string method, std::string target, std::string body = {}) {
+    std::promise<HttpResponse> p;
+    auto f = p.get_future();
+    router_.Handle(HttpRequest{std::move(method), std::move(target), std::move(body)},
+                   [&p](HttpResponse r) { p.set_value(std::move(r)); });
+    return f.get();
+  }
+  HttpResponse Post(std::string target, std::string body) {
+    return Call("POST", std::move(target), std::move(body));
+  }
+
+  // index → score, from any of the three reply shapes.
+  std::map<int64_t, double> Scores(const HttpResponse& r, std::string_view route) {
+    EXPECT_EQ(r.status, 200) << r.body;
+    std::map<int64_t, double> out;
+    simdjson::dom::element doc = parser_.parse(r.body);
+    simdjson::dom::array items = route == "/rerank"      ? simdjson::dom::array(doc)
+                                 : route == "/v1/rerank" ? simdjson::dom::array(doc["results"])
+                                                         : simdjson::dom::array(doc["data"]);
+    const char* key = route == "/rerank"      ? "score"
+                      : route == "/v1/rerank" ? "relevance_score"
+                                              : "score";
+    for (simdjson::dom::element item : items) out[int64_t(item["index"])] = double(item[key]);
+    return out;
+  }
+
+  FakeTokenizer tokenizer_;
+  FakeEngine embed_engine_;
+  std::unique_ptr<FakeEngine> score_engine_;
+  TokenBudgetScheduler embed_scheduler_;
+  TokenBudgetScheduler score_scheduler_;
+  LocalBackend embed_backend_;
+  LocalBackend score_backend_;
+  EmbeddingService embed_;
+  ScoreService embed_score_;
+  EmbeddingService reranker_embed_;
+  ScoreService reranker_;
+  Router router_;
+  simdjson::dom::parser parser_;
+};
+
+TEST_F(RerankTest, TheThreeRoutesGiveTheSameScores) {
+  const auto tei =
+      Scores(Post("/rerank", R"({"query":"q","texts":["a","b c d","e f"],"model":"rerank-model"})"),
+             "/rerank");
+  const auto cohere = Scores(
+      Post("/v1/rerank",
+           R"({"model":"rerank-model","query":"q","documents":["a",{"text":"b c d"},"e f"]})"),
+      "/v1/rerank");
+  const auto score = Scores(
+      Post("/v1/score", R"({"model":"rerank-model","text_1":"q","text_2":["a","b c d","e f"]})"),
+      "/v1/score");
+  ASSERT_EQ(tei.size(), 3u);
+  EXPECT_EQ(tei, cohere);
+  EXPECT_EQ(tei, score);
+  EXPECT_NEAR(tei.at(0), Sigmoid(PairLogit(1)), 1e-6);
+  EXPECT_NEAR(tei.at(1), Sigmoid(PairLogit(3)), 1e-6);
+  EXPECT_NEAR(tei.at(2), Sigmoid(PairLogit(2)), 1e-6);
+}
+
+TEST_F(RerankTest, TeiRerankIsSortedAndEchoesTextsOnRequest) {
+  HttpResponse r = Post("/rerank", R"({"query":"q","texts":["a","b c d","e f"],
+      "model":"rerank-model","return_text":true,"raw_scores":true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  simdjson::dom::element doc = parser_.parse(r.body);
+  std::vector<int64_t> order;
+  for (simdjson::dom::element item : simdjson::dom::array(doc)) order.push_back(item["index"]);
+  EXPECT_EQ(order, (std::vector<int64_t>{1, 2, 0}));
+  EXPECT_EQ(std::string_view(doc.at(0)["text"]), "b c d");
+  EXPECT_NEAR(double(doc.at(0)["score"]), PairLogit(3), 1e-5);  // raw: the logit itself
+  // Without return_text there is no text.
+  r = Post("/rerank", R"({"query":"q","texts":["a"],"model":"rerank-model"})");
+  EXPECT_TRUE(parser_.parse(r.body).at(0)["text"].error());
+}
+
+TEST_F(RerankTest, CohereRerankTopNDocumentsAndUsage) {
+  HttpResponse r = Post("/v1/rerank", R"({"model":"rerank-model","query":"q",
+      "documents":["a","b c d","e f"],"top_n":2,"return_documents":true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  simdjson::dom::element doc = parser_.parse(r.body);
+  EXPECT_EQ(std::string_view(doc["model"]), "rerank-model");
+  simdjson::dom::array results = doc["results"];
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(int64_t(results.at(0)["index"]), 1);
+  EXPECT_EQ(std::string_view(results.at(0)["document"]["text"]), "b c d");
+  EXPECT_EQ(int64_t(results.at(1)["index"]), 2);
+  // Tokens: (4 + 1) + (4 + 3) + (4 + 2).
+  EXPECT_EQ(int64_t(doc["usage"]["total_tokens"]), 18);
+}
+
+TEST_F(RerankTest, ScorePairsAreZippedOrBroadcast) {
+  HttpResponse r = Post("/v1/score", R"({"model":"rerank-model","text_1":["q","r s"],
+      "text_2":["a","b c"]})");
+  auto s = Scores(r, "/v1/score");
+  EXPECT_NEAR(s.at(0), Sigmoid(FakeEngine::ScorerLogit(5, 2)), 1e-6);
+  EXPECT_NEAR(s.at(1), Sigmoid(FakeEngine::ScorerLogit(7, 3)), 1e-6);
+  simdjson::dom::element doc = parser_.parse(r.body);
+  EXPECT_EQ(std::string_view(doc["object"]), "list");
+  EXPECT_EQ(std::string_view(doc["data"].at(0)["object"]), "score");
+  r = Post("/v1/score", R"({"model":"rerank-model","text_1":["q","r"],"text_2":["a","b","c"]})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("text_1"), std::string::npos);
+}
+
+TEST_F(RerankTest, TooLongPairsFollowEachApisConvention) {
+  // [CLS] q [SEP] + 8 words + [SEP] = 12 tokens > 10.
+  const std::string doc = "a b c d e f g h";
+  HttpResponse r =
+      Post("/rerank", R"({"model":"rerank-model","query":"q","texts":["x",")" + doc + R"("]})");
+  EXPECT_EQ(r.status, 413) << r.body;  // TEI: validation error
+  EXPECT_EQ(std::string_view(parser_.parse(r.body)["error_type"]), "Validation");
+  EXPECT_NE(r.body.find("texts[1]"), std::string::npos) << r.body;
+  r = Post("/rerank", R"({"model":"rerank-model","query":"q","texts":[")" + doc +
+                          R"("],"truncate":true,"raw_scores":true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  // Truncated to 10 tokens: the document keeps 6 words (longest_first trims the longer one).
+  EXPECT_NEAR(double(parser_.parse(r.body).at(0)["score"]), PairLogit(6), 1e-5);
+  // Cohere / Jina truncate by default; vLLM-style /v1/score refuses unless asked.
+  r = Post("/v1/rerank", R"({"model":"rerank-model","query":"q","documents":[")" + doc + R"("]})");
+  EXPECT_EQ(r.status, 200) << r.body;
+  r = Post("/v1/score", R"({"model":"rerank-model","text_1":"q","text_2":[")" + doc + R"("]})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(std::string_view(parser_.parse(r.body)["error"]["code"]), "context_length_exceeded");
+  r = Post("/v1/score",
+           R"({"model":"rerank-model","text_1":"q","text_2":[")" + doc + R"("],"truncate":true})");
+  EXPECT_EQ(r.status, 200) << r.body;
+}
+
+TEST_F(RerankTest, BadRequestsAreRefusedWithTheField) {
+  struct Case {
+    std::string route, body, param;
+  };
+  const std::vector<Case> cases = {
+      {"/rerank", R"({"texts":["a"]})", "query"},
+      {"/rerank", R"({"query":"q"})", "texts"},
+      {"/rerank", R"({"query":"q","texts":[]})", "texts"},
+      {"/rerank", R"({"query":"q","texts":["a",3]})", "texts[1]"},
+      {"/rerank", R"({"query":"","texts":["a"]})", "query"},
+      {"/rerank", R"({"query":"q","texts":["a"],"truncation_direction":"up"})",
+       "truncation_direction"},
+      {"/v1/rerank", R"({"query":"q","documents":[{"title":"a"}]})", "documents[0].text"},
+      {"/v1/rerank", R"({"query":"q","documents":["a"],"top_n":0})", "top_n"},
+      {"/v1/score", R"({"text_1":3,"text_2":["a"]})", "text_1"},
+  };
+  for (const Case& c : cases) {
+    HttpResponse r = Post(c.route, c.body);
+    EXPECT_GE(r.status, 400) << c.body;
+    EXPECT_LT(r.status, 500) << c.body;
+    EXPECT_NE(r.body.find(c.param), std::string::npos) << c.body << " → " << r.body;
+  }
+  // More documents than a request may hold.
+  std::string many = R"({"model":"rerank-model","query":"q","texts":[)";
+  for (size_t i = 0; i <= kMaxScorePairs; ++i) many.append(i ? ",\"a\"" : "\"a\"");
+  many.append("]}");
+  EXPECT_EQ(Post("/rerank", many).status, 413);
+}
+
+TEST_F(RerankTest, ModelsAreSelectedByNameAndTasksAreKeptApart) {
+  // No model: the first one, an embedder, which refuses rerank requests.
+  HttpResponse r = Post("/v1/rerank", R"({"query":"q","documents":["a"]})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(std::string_view(parser_.parse(r.body)["error"]["code"]), "model_not_a_reranker");
+  EXPECT_NE(r.body.find("embed-model"), std::string::npos);
+  r = Post("/rerank", R"({"query":"q","texts":["a"]})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(std::string_view(parser_.parse(r.body)["error_type"]), "Validation");
+  // The reranker refuses embeddings.
+  r = Post("/v1/embeddings", R"({"input":"a","model":"rerank-model"})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(std::string_view(parser_.parse(r.body)["error"]["code"]), "model_not_an_embedder");
+  // The embedder embeds, by name or by default.
+  EXPECT_EQ(Post("/v1/embeddings", R"({"input":"a","model":"embed-model"})").status, 200);
+  EXPECT_EQ(Post("/v1/embeddings", R"({"input":"a"})").status, 200);
+  // Unknown names: 404 listing what is served, on every route.
+  for (const auto& [route, body] : std::vector<std::pair<std::string, std::string>>{
+           {"/v1/embeddings", R"({"input":"a","model":"nope"})"},
+           {"/v1/rerank", R"({"query":"q","documents":["a"],"model":"nope"})"},
+           {"/v1/score", R"({"text_1":"q","text_2":"a","model":"nope"})"},
+           {"/rerank", R"({"query":"q","texts":["a"],"model":"nope"})"}}) {
+    r = Post(route, body);
+    EXPECT_EQ(r.status, 404) << route << " " << r.body;
+    EXPECT_NE(r.body.find("`embed-model`, `rerank-model`"), std::string::npos) << r.body;
+  }
+  // /v1/models lists both, in order, with their task.
+  r = Call("GET", "/v1/models");
+  simdjson::dom::element doc = parser_.parse(r.body);
+  ASSERT_EQ(simdjson::dom::array(doc["data"]).size(), 2u);
+  EXPECT_EQ(std::string_view(doc["data"].at(0)["id"]), "embed-model");
+  EXPECT_EQ(std::string_view(doc["data"].at(1)["id"]), "rerank-model");
+  EXPECT_EQ(std::string_view(doc["data"].at(1)["task"]), "rerank");
+}
+
+TEST_F(RerankTest, EmbeddingsRefuseMoreThan2048Inputs) {
+  std::string body = R"({"input":[)";
+  for (size_t i = 0; i <= Router::kMaxClientBatchSize; ++i) body.append(i ? ",\"a\"" : "\"a\"");
+  body.append("]}");
+  HttpResponse r = Post("/v1/embeddings", body);
+  EXPECT_EQ(r.status, 413) << r.body.substr(0, 200);
+  simdjson::dom::element e = parser_.parse(r.body)["error"];
+  EXPECT_EQ(std::string_view(e["code"]), "too_many_inputs");
+  EXPECT_NE(std::string_view(e["message"]).find("2048"), std::string_view::npos);
+  // TEI's /embed has the same limit (its max_client_batch_size), answered in TEI's shape.
+  std::string tei = R"({"inputs":[)";
+  for (size_t i = 0; i <= Router::kMaxClientBatchSize; ++i) tei.append(i ? ",\"a\"" : "\"a\"");
+  tei.append("]}");
+  r = Post("/embed", tei);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(std::string_view(parser_.parse(r.body)["error_type"]), "Validation");
+}
+
+// Qwen3-Reranker: prefix + "<Instruct>: …\n<Query>: …\n<Document>: …" + suffix, one sequence
+// without token types; truncation cuts the middle only.
+TEST(ScoreServiceTest, Qwen3RerankerChatTemplate) {
+  FakeTokenizer tokenizer;
+  FakeEngine engine(true, 1000, /*max_seq_length=*/64);
+  engine.MakeScorer(PairFormat::kQwen3RerankerChat);
+  TokenBudgetScheduler scheduler(&engine, TokenBudgetSchedulerOptions{256, 1 << 16, 2});
+  LocalBackend backend(&scheduler);
+  ScoreService service(&tokenizer, &backend, "qwen3-reranker", [](Task t) { t(); });
+
+  EncodeOptions plain;
+  plain.add_special_tokens = false;
+  Encoding prefix, suffix, middle;
+  ASSERT_TRUE(tokenizer.Encode(kQwen3RerankerPrefix, plain, &prefix).ok());
+  ASSERT_TRUE(tokenizer.Encode(kQwen3RerankerSuffix, plain, &suffix).ok());
+  ASSERT_TRUE(tokenizer
+                  .Encode(std::string("<Instruct>: ") + kQwen3RerankerDefaultInstruction +
+                              "\n<Query>: what\n<Document>: that",
+                          EncodeOptions{}, &middle)
+                  .ok());
+  ScoreRequest request;
+  request.queries = {"what"};
+  request.documents = {"that"};
+  Encoding got;
+  ASSERT_FALSE(service.EncodePair(request, 0, &got).has_value());
+  std::vector<int32_t> want = prefix.ids;
+  want.insert(want.end(), middle.ids.begin(), middle.ids.end());
+  want.insert(want.end(), suffix.ids.begin(), suffix.ids.end());
+  EXPECT_EQ(got.ids, want);
+  EXPECT_TRUE(got.type_ids.empty());
+
+  // An instruction replaces the default one.
+  request.instruction = "Find code";
+  ASSERT_FALSE(service.EncodePair(request, 0, &got).has_value());
+  EXPECT_NE(got.ids, want);
+
+  // Too long: refused, or with truncate the middle is cut and the template survives.
+  std::string long_doc;
+  for (int i = 0; i < 80; ++i) long_doc.append("w").append(std::to_string(i)).append(" ");
+  request.documents = {long_doc};
+  auto err = service.EncodePair(request, 0, &got);
+  ASSERT_TRUE(err.has_value());
+  EXPECT_EQ(err->code, "context_length_exceeded");
+  request.truncate = true;
+  ASSERT_FALSE(service.EncodePair(request, 0, &got).has_value());
+  ASSERT_EQ(got.ids.size(), 64u);
+  EXPECT_TRUE(std::equal(prefix.ids.begin(), prefix.ids.end(), got.ids.begin()));
+  EXPECT_TRUE(std::equal(suffix.ids.rbegin(), suffix.ids.rend(), got.ids.rbegin()));
+
+  // Scores go through the engine as one sequence each: sigmoid(0.1 * length).
+  request.truncate = false;
+  request.instruction.reset();
+  request.documents = {"that", "this one"};
+  std::promise<ScoreReply> p;
+  service.Score(request, [&p](ScoreReply r) { p.set_value(std::move(r)); });
+  ScoreReply reply = p.get_future().get();
+  ASSERT_FALSE(reply.error) << reply.error->message;
+  ASSERT_EQ(reply.scores.size(), 2u);
+  EXPECT_NEAR(reply.scores[0], Sigmoid(FakeEngine::ScorerLogit(int(want.size()), 0)), 1e-6);
+  EXPECT_GT(reply.scores[1], reply.scores[0]);
+}
+
+}  // namespace
+}  // namespace orchid

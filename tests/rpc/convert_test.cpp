@@ -1,0 +1,82 @@
+// proto ⇄ orchid conversions of the model-families fields: token types on sequences (mixed
+// typed and untyped sequences), scorer model info, and info from workers that predate them.
+#include "rpc/convert.h"
+
+#include <gtest/gtest.h>
+
+namespace orchid {
+namespace {
+
+TEST(ConvertTest, TokenTypesRoundTripPerSequence) {
+  EmbedRequest in;
+  in.sequences = {{5, 6}, {7, 8, 9}, {10}};
+  in.token_type_ids = {{}, {0, 1, 1}, {}};
+  v1::EmbedRequest msg;
+  rpc::ToProto(std::move(in), &msg);
+  ASSERT_EQ(msg.sequences_size(), 3);
+  EXPECT_EQ(msg.sequences(0).token_type_ids_size(), 0);
+  EXPECT_EQ(msg.sequences(1).token_type_ids_size(), 3);
+
+  rpc::WorkerModel model;
+  model.name = "m";
+  model.info.vocab_size = 100;
+  model.info.hidden_size = 4;
+  model.max_input_tokens = 8;
+  EmbedRequest out;
+  int64_t tokens = 0;
+  ASSERT_TRUE(rpc::FromProto(msg, model, &out, &tokens).ok());
+  EXPECT_EQ(tokens, 6);
+  ASSERT_EQ(out.token_type_ids.size(), 3u);
+  EXPECT_TRUE(out.token_type_ids[0].empty());
+  EXPECT_EQ(out.token_type_ids[1], (std::vector<int32_t>{0, 1, 1}));
+  EXPECT_TRUE(out.token_type_ids[2].empty());
+
+  // No sequence with types: no per-sequence entries at all.
+  v1::EmbedRequest plain;
+  plain.add_sequences()->add_token_ids(3);
+  ASSERT_TRUE(rpc::FromProto(plain, model, &out, &tokens).ok());
+  EXPECT_TRUE(out.token_type_ids.empty());
+}
+
+TEST(ConvertTest, InfoCarriesTheScorerAndOlderWorkersReadAsEmbedders) {
+  rpc::WorkerModel scorer;
+  scorer.name = "ce";
+  scorer.info.vocab_size = 100;
+  scorer.info.hidden_size = 32;
+  scorer.info.task = ModelTask::kScore;
+  scorer.info.num_labels = 1;
+  scorer.info.score_activation = ScoreActivation::kIdentity;
+  scorer.info.pair_format = PairFormat::kQwen3RerankerChat;
+  scorer.info.causal = true;
+  scorer.max_input_tokens = 512;
+  v1::InfoResponse info;
+  rpc::ToProto(scorer, 1024, &info);
+  EXPECT_EQ(info.dim(), 1u);
+  Result<rpc::WorkerModel> back = rpc::FromProto(info);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->info.task, ModelTask::kScore);
+  EXPECT_EQ(back->info.hidden_size, 32);
+  EXPECT_EQ(back->info.num_labels, 1);
+  EXPECT_EQ(back->info.score_activation, ScoreActivation::kIdentity);
+  EXPECT_EQ(back->info.pair_format, PairFormat::kQwen3RerankerChat);
+  EXPECT_TRUE(back->info.causal);
+
+  // A dim that does not match the task's row width is refused.
+  info.set_dim(32);
+  EXPECT_FALSE(rpc::FromProto(info).ok());
+
+  // A worker from before these fields: dim is the hidden size of an embedder.
+  v1::InfoResponse old;
+  old.set_model("minilm");
+  old.set_dim(384);
+  old.set_max_input_tokens(256);
+  old.set_vocab_size(30522);
+  back = rpc::FromProto(old);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->info.task, ModelTask::kEmbed);
+  EXPECT_EQ(back->info.hidden_size, 384);
+  EXPECT_EQ(back->info.output_dim(), 384);
+}
+
+}  // namespace
+}  // namespace orchid
