@@ -38,12 +38,13 @@ double Percentile(std::vector<double> v, double q) {
 
 int main(int argc, char** argv) {
   CLI::App app{"orchid engine benchmark"};
-  std::string model_dir, ids_path;
+  std::string model_dir, ids_path, dtype = "float32";
   int threads = 0, warmup = 3, min_iters = 10;
   double min_seconds = 3.0;
   app.add_option("--model", model_dir, "model directory")->required();
   app.add_option("--ids", ids_path, "JSONL file of cases")->required();
   app.add_option("--threads", threads, "engine threads (0 = all cores)");
+  app.add_option("--dtype", dtype, "linear layers: float32 or bfloat16");
   app.add_option("--warmup", warmup, "warm-up runs per case");
   app.add_option("--min-iters", min_iters, "minimum timed runs per case");
   app.add_option("--min-seconds", min_seconds, "minimum timed seconds per case");
@@ -76,7 +77,12 @@ int main(int argc, char** argv) {
     }
   }
 
-  auto model = orchid::LoadModel(model_dir);
+  orchid::LoadOptions load;
+  if (!orchid::ParseWeightType(dtype, &load.linear_weights)) {
+    std::fprintf(stderr, "--dtype must be float32 or bfloat16\n");
+    return 1;
+  }
+  auto model = orchid::LoadModel(model_dir, load);
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", model.status().ToString().c_str());
     return 1;

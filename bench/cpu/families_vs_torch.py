@@ -10,10 +10,15 @@ SDPA, the same thread count), same machine, same run, for full-size random-weigh
                       BertForSequenceClassification, 1 label: the rerank suite (5 / 25 / 50
                       pairs of 512 tokens)
 
+Each side runs in float32 and, with --dtypes float32,bfloat16, also in bfloat16: orchid's
+--dtype bfloat16 (linear-layer weights and inputs rounded to bfloat16, fp32 accumulation, the
+rest fp32) against PyTorch with the whole model cast to bfloat16 (oneDNN's AVX512_BF16 GEMMs).
+Ratios are against PyTorch fp32 (the issue's peer) and against PyTorch bf16.
+
 Models are made once with transformers' own initialisation (seeded) and cached in
 models/bench/. Both sides get the same token ids (random ids: speed does not depend on the
-text). Before timing, orchid's first output is checked against PyTorch's (cosine >= 0.99999 for
-embeddings, |logit difference| <= 1e-3 for scores). Writes Markdown + JSON to bench/results/.
+text). Before timing, each first output is checked against PyTorch fp32's (cosine >= 0.99999 for
+fp32 embeddings, >= 0.999 for bf16; |logit difference| <= 1e-3 for fp32 scores, <= 5e-2 for bf16). Writes Markdown + JSON to bench/results/.
 
   .venv-bench/bin/python bench/cpu/families_vs_torch.py [--quick]
 """
@@ -79,12 +84,12 @@ def make_model(name, root):
     return d
 
 
-def torch_model(name, d):
+def torch_model(name, d, dtype="float32"):
     import torch
     from transformers import AutoModel, AutoModelForSequenceClassification
     _, pooling, normalize, kind, bidir = MODELS[name]
     cls = AutoModelForSequenceClassification if kind == "score" else AutoModel
-    model = cls.from_pretrained(d, dtype=torch.float32, attn_implementation="sdpa").eval()
+    model = cls.from_pretrained(d, dtype=getattr(torch, dtype), attn_implementation="sdpa").eval()
     kwargs = {}
     if bidir:  # as pplx-embed's modelling code: no causal mask
         for layer in model.layers:
@@ -94,8 +99,8 @@ def torch_model(name, d):
     def run(ids):
         x = torch.tensor(ids)
         if kind == "score":
-            return model(input_ids=x).logits[:, 0]
-        h = model(input_ids=x, **kwargs).last_hidden_state
+            return model(input_ids=x).logits[:, 0].float()
+        h = model(input_ids=x, **kwargs).last_hidden_state.float()
         v = {"mean": h.mean(1), "lasttoken": h[:, -1], "cls": h[:, 0]}[pooling]
         return torch.nn.functional.normalize(v, dim=-1) if normalize else v
     return run
@@ -127,6 +132,7 @@ def main():
     ap.add_argument("--min-seconds", type=float, default=2.0)
     ap.add_argument("--embed-shapes", default="1x128,1x512,8x512", help="BATCHxLENGTH list for embedders")
     ap.add_argument("--rerank-shapes", default="5x512,25x512,50x512", help="BATCHxLENGTH list for rerankers")
+    ap.add_argument("--dtypes", default="float32", help="float32 and/or bfloat16, both sides")
     ap.add_argument("--out", default=str(REPO / "bench" / "results"))
     args = ap.parse_args()
 
@@ -144,45 +150,69 @@ def main():
                   "seqs": rng.integers(1000, 30000, size=(b, n)).tolist()} for b, n in shapes]
         ids_path = root / f"{name}.ids.jsonl"
         ids_path.write_text("".join(json.dumps({"name": c["name"], "seqs": c["seqs"]}) + "\n" for c in cases))
-        print(f"{name}: orchid ...", file=sys.stderr, flush=True)
-        out = subprocess.check_output([args.bench_bin, "--model", str(d), "--ids", str(ids_path), "--threads",
-                                       str(args.threads), "--warmup", str(args.warmup), "--min-iters",
-                                       str(args.min_iters), "--min-seconds", str(args.min_seconds)], text=True)
-        orchid = {r["name"]: r for r in map(json.loads, out.splitlines())}
-        print(f"{name}: torch ...", file=sys.stderr, flush=True)
-        run = torch_model(name, d)
+        dtypes = args.dtypes.split(",")
+        orchid, torch_ms, torch_first = {}, {}, {}
+        for dt in dtypes:
+            print(f"{name}: orchid {dt} ...", file=sys.stderr, flush=True)
+            out = subprocess.check_output([args.bench_bin, "--model", str(d), "--ids", str(ids_path), "--threads",
+                                           str(args.threads), "--warmup", str(args.warmup), "--min-iters",
+                                           str(args.min_iters), "--min-seconds", str(args.min_seconds),
+                                           "--dtype", dt], text=True)
+            orchid[dt] = {r["name"]: r for r in map(json.loads, out.splitlines())}
+        for dt in dtypes:
+            print(f"{name}: torch {dt} ...", file=sys.stderr, flush=True)
+            run = torch_model(name, d, dt)
+            for c in cases:
+                torch_ms[dt, c["name"]], torch_first[dt, c["name"]] = time_torch(run, c["seqs"], args)
+            del run
         for c in cases:
-            o = orchid[c["name"]]
-            ms, first = time_torch(run, c["seqs"], args)
-            a = np.array(o["first_embedding"], dtype=np.float64)
-            if kind == "score":
-                fid, ok = abs(float(a[0]) - float(first[0])), abs(float(a[0]) - float(first[0])) <= 1e-3
-                fid_s = f"|d| {fid:.1e}"
-            else:
-                fid = float(a @ first / (np.linalg.norm(a) * np.linalg.norm(first)))
-                ok, fid_s = fid >= 0.99999, f"cos {fid:.6f}"
-            tp = percentiles(ms)
-            t_eps = c["batch"] * len(ms) / (sum(ms) / 1000)
-            rows.append((name, c["name"], o["p50_ms"], o["emb_per_s"], tp["p50"], t_eps,
-                         o["emb_per_s"] / t_eps, fid_s, ok))
-            raw.append({"model": name, "case": c["name"], "fidelity": fid, "fidelity_ok": ok,
-                        "orchid": {k: o[k] for k in ("iters", "p50_ms", "p90_ms", "p99_ms", "emb_per_s")},
-                        "torch": {"iters": len(ms), **{k + "_ms": v for k, v in tp.items()}, "emb_per_s": t_eps}})
-            print(rows[-1], file=sys.stderr, flush=True)
-        del run
+            ref = torch_first["float32", c["name"]] if "float32" in dtypes else None
+            for dt in dtypes:
+                o = orchid[dt][c["name"]]
+                ms = torch_ms[dt, c["name"]]
+                fids = {}
+                for who, v in (("orchid", np.array(o["first_embedding"], dtype=np.float64)),
+                               ("torch", torch_first[dt, c["name"]])):
+                    if ref is None or (who == "torch" and dt == "float32"):
+                        continue
+                    if kind == "score":
+                        fid = abs(float(v[0]) - float(ref[0]))
+                        ok = fid <= (1e-3 if dt == "float32" else 5e-2)
+                        fids[who] = (fid, ok, f"|d| {fid:.1e}")
+                    else:
+                        fid = float(v @ ref / (np.linalg.norm(v) * np.linalg.norm(ref)))
+                        ok = fid >= (0.99999 if dt == "float32" else 0.999)
+                        fids[who] = (fid, ok, f"cos {fid:.6f}")
+                tp = percentiles(ms)
+                t_eps = c["batch"] * len(ms) / (sum(ms) / 1000)
+                t32 = torch_ms.get(("float32", c["name"]))
+                t32_eps = c["batch"] * len(t32) / (sum(t32) / 1000) if t32 else float("nan")
+                fid_s = " / ".join(f"{w} {f[2]}" for w, f in fids.items())
+                ok = all(f[1] for w, f in fids.items() if w == "orchid")
+                rows.append((name, c["name"], dt, o["p50_ms"], o["emb_per_s"], tp["p50"], t_eps,
+                             o["emb_per_s"] / t32_eps, o["emb_per_s"] / t_eps, fid_s, ok))
+                raw.append({"model": name, "case": c["name"], "dtype": dt,
+                            "fidelity_vs_torch_fp32": {w: f[0] for w, f in fids.items()}, "fidelity_ok": ok,
+                            "orchid": {k: o[k] for k in ("iters", "p50_ms", "p90_ms", "p99_ms", "emb_per_s")},
+                            "torch": {"iters": len(ms), **{k + "_ms": v for k, v in tp.items()},
+                                      "emb_per_s": t_eps}})
+                print(rows[-1], file=sys.stderr, flush=True)
 
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     header = [
-        "# CPU engine, model families: orchid vs transformers (PyTorch fp32, SDPA)", "",
+        "# CPU engine, model families: orchid vs transformers (PyTorch, SDPA)", "",
         f"- machine: {machine()}", f"- commit: {commit()}", f"- date: {date}",
         f"- threads: {args.threads} on both sides; torch {torch.__version__}",
         "- random-weight models of real sizes (transformers' init, seed 0); engine level: same token ids, "
         "no HTTP, no tokenizer", f"- each case: {args.warmup} warm-up, then >= {args.min_iters} runs and >= "
-        f"{args.min_seconds} s; medians", "",
-        "| model | case | orchid p50 ms | orchid seq/s | torch p50 ms | torch seq/s | throughput ratio | fidelity |",
-        "|---|---|---|---|---|---|---|---|"]
-    lines = [f"| {r[0]} | {r[1]} | {r[2]:.1f} | {r[3]:.2f} | {r[4]:.1f} | {r[5]:.2f} | {r[6]:.2f}x | {r[7]}{'' if r[8] else ' FAILED'} |"
-             for r in rows]
+        f"{args.min_seconds} s; medians",
+        "- dtype: both sides in that dtype (orchid bfloat16 = linear layers only; PyTorch bfloat16 = whole model); "
+        "fidelity: first output vs PyTorch fp32's", "",
+        "| model | case | dtype | orchid p50 ms | orchid seq/s | torch p50 ms | torch seq/s | orchid / torch fp32 "
+        "| orchid / torch same dtype | fidelity vs torch fp32 |",
+        "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]:.1f} | {r[4]:.2f} | {r[5]:.1f} | {r[6]:.2f} | {r[7]:.2f}x | "
+             f"{r[8]:.2f}x | {r[9]}{'' if r[10] else ' FAILED'} |" for r in rows]
     text = "\n".join(header + lines) + "\n"
     print(text)
     os.makedirs(args.out, exist_ok=True)
@@ -192,7 +222,7 @@ def main():
     Path(base + ".json").write_text(json.dumps({"machine": machine(), "commit": commit(), "date": date,
                                                 "threads": args.threads, "cases": raw}, indent=1))
     print(f"wrote {base}.md and .json", file=sys.stderr)
-    if not all(r[8] for r in rows):
+    if not all(r[10] for r in rows):
         sys.exit(1)
 
 

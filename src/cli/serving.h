@@ -34,10 +34,11 @@ struct SchedulerFlags {
   int threads = 0;  // engine compute threads; 0 = all cores
   std::string device = "cpu";         // "cpu" | "cuda"
   std::string cuda_graphs = "lazy";   // "off" | "lazy" | "eager-capture-all"
+  std::string dtype = "float32";      // CPU linear layers: "float32" | "bfloat16"
 };
 
 // --max-batch-tokens, --max-batch-sequences, --max-queued-tokens, --pipeline-depth, --threads,
-// --device, --cuda-graphs.
+// --device, --cuda-graphs, --dtype.
 void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* flags);
 
 // What `serve` and `gateway` share: the HTTP front's flags.

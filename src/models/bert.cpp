@@ -11,7 +11,7 @@
 namespace orchid {
 Result<std::unique_ptr<BertModel>> BertModel::Create(const BertConfig& config,
                                                      const SafetensorsFile& weights,
-                                                     ModelInfo info) {
+                                                     ModelInfo info, WeightType linear_weights) {
   // The prefix is whatever precedes the word embeddings' name ("", "bert.", "roberta.", ...).
   const std::string anchor = "embeddings.word_embeddings.weight";
   const std::optional<std::string> prefix = FindWeightPrefix(weights, anchor);
@@ -45,19 +45,20 @@ Result<std::unique_ptr<BertModel>> BertModel::Create(const BertConfig& config,
     ORCHID_ASSIGN_OR_RETURN(qb, r.Read(p + "attention.self.query.bias", {H}));
     ORCHID_ASSIGN_OR_RETURN(kb, r.Read(p + "attention.self.key.bias", {H}));
     ORCHID_ASSIGN_OR_RETURN(vb, r.Read(p + "attention.self.value.bias", {H}));
-    l.qkv_weight = PackedWeight::Pack(Concat0({&q, &k, &v}).data(), int(3 * H), int(H));
+    l.qkv_weight = PackedWeight::Pack(Concat0({&q, &k, &v}).data(), int(3 * H), int(H),
+                                      linear_weights);
     l.qkv_bias = Concat0({&qb, &kb, &vb});
     Tensor w;
     ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "attention.output.dense.weight", {H, H}));
-    l.attn_out_weight = PackedWeight::Pack(w.data(), int(H), int(H));
+    l.attn_out_weight = PackedWeight::Pack(w.data(), int(H), int(H), linear_weights);
     ORCHID_ASSIGN_OR_RETURN(l.attn_out_bias, r.Read(p + "attention.output.dense.bias", {H}));
     ORCHID_RETURN_IF_ERROR(
         r.ReadNorm(p + "attention.output.LayerNorm", H, &l.attn_norm_gamma, &l.attn_norm_beta));
     ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "intermediate.dense.weight", {I, H}));
-    l.inter_weight = PackedWeight::Pack(w.data(), int(I), int(H));
+    l.inter_weight = PackedWeight::Pack(w.data(), int(I), int(H), linear_weights);
     ORCHID_ASSIGN_OR_RETURN(l.inter_bias, r.Read(p + "intermediate.dense.bias", {I}));
     ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "output.dense.weight", {H, I}));
-    l.out_weight = PackedWeight::Pack(w.data(), int(H), int(I));
+    l.out_weight = PackedWeight::Pack(w.data(), int(H), int(I), linear_weights);
     ORCHID_ASSIGN_OR_RETURN(l.out_bias, r.Read(p + "output.dense.bias", {H}));
     ORCHID_RETURN_IF_ERROR(
         r.ReadNorm(p + "output.LayerNorm", H, &l.out_norm_gamma, &l.out_norm_beta));

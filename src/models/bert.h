@@ -29,8 +29,10 @@ class BertModel : public Model {
   // Checks that every weight is present with the shape the config implies. Names may carry a
   // prefix ("bert." in BertFor* checkpoints) or none. `info` is filled in by the caller
   // (pooling, normalisation, max_seq_length); the sizes come from the config.
-  static Result<std::unique_ptr<BertModel>> Create(const BertConfig& config,
-                                                   const SafetensorsFile& weights, ModelInfo info);
+  // The encoder's linear layers are stored as `linear_weights` (the classifier head stays fp32).
+  static Result<std::unique_ptr<BertModel>> Create(
+      const BertConfig& config, const SafetensorsFile& weights, ModelInfo info,
+      WeightType linear_weights = WeightType::kFloat32);
 
   const ModelInfo& info() const override { return info_; }
   Status Forward(const RaggedBatch& batch, float* hidden) override;

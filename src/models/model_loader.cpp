@@ -101,7 +101,7 @@ Result<int32_t> VocabId(const std::string& tokenizer_path, const std::string& to
 
 std::string TokenizerPath(const std::string& dir) { return dir + "/tokenizer.json"; }
 
-Result<std::unique_ptr<Model>> LoadModel(const std::string& dir) {
+Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptions& options) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     return Status::NotFound("model directory " + dir + " does not exist");
@@ -162,7 +162,8 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir) {
                             SafetensorsFile::Open(weights_path));
     ORCHID_ASSIGN_OR_RETURN(
         std::unique_ptr<Qwen3Model> model,
-        Qwen3Model::Create(qwen, *weights, std::move(info), reranker ? &tokens : nullptr));
+        Qwen3Model::Create(qwen, *weights, std::move(info), reranker ? &tokens : nullptr,
+                           options.linear_weights));
     return std::unique_ptr<Model>(std::move(model));
   }
 
@@ -191,7 +192,8 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir) {
   ORCHID_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> weights,
                           SafetensorsFile::Open(weights_path));
   ORCHID_ASSIGN_OR_RETURN(std::unique_ptr<BertModel> model,
-                          BertModel::Create(bert, *weights, std::move(info)));
+                          BertModel::Create(bert, *weights, std::move(info),
+                                            options.linear_weights));
   return std::unique_ptr<Model>(std::move(model));
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "engine/cpu/linear.h"
 #include "engine/engine.h"
 
 namespace orchid {
@@ -15,7 +16,11 @@ namespace orchid {
 // The returned model's info() carries max_seq_length, default pooling and normalisation from
 // the sentence-transformers files (falling back to mean pooling, no normalisation and
 // max_position_embeddings when they are absent).
-Result<std::unique_ptr<Model>> LoadModel(const std::string& dir);
+struct LoadOptions {
+  // How the transformer's linear layers are stored and multiplied (linear.h).
+  WeightType linear_weights = WeightType::kFloat32;
+};
+Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptions& options = {});
 
 // DIR/tokenizer.json.
 std::string TokenizerPath(const std::string& dir);

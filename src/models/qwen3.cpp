@@ -13,7 +13,8 @@ namespace orchid {
 
 Result<std::unique_ptr<Qwen3Model>> Qwen3Model::Create(const Qwen3Config& config,
                                                        const SafetensorsFile& weights,
-                                                       ModelInfo info, const ScoreTokens* score) {
+                                                       ModelInfo info, const ScoreTokens* score,
+                                                       WeightType linear_weights) {
   const std::string anchor = "embed_tokens.weight";
   const std::optional<std::string> prefix = FindWeightPrefix(weights, anchor);
   if (!prefix) {
@@ -36,16 +37,18 @@ Result<std::unique_ptr<Qwen3Model>> Qwen3Model::Create(const Qwen3Config& config
     ORCHID_ASSIGN_OR_RETURN(q, r.Read(p + "self_attn.q_proj.weight", {Q, H}));
     ORCHID_ASSIGN_OR_RETURN(k, r.Read(p + "self_attn.k_proj.weight", {KV, H}));
     ORCHID_ASSIGN_OR_RETURN(v, r.Read(p + "self_attn.v_proj.weight", {KV, H}));
-    l.qkv_weight = PackedWeight::Pack(Concat0({&q, &k, &v}).data(), int(Q + 2 * KV), int(H));
+    l.qkv_weight = PackedWeight::Pack(Concat0({&q, &k, &v}).data(), int(Q + 2 * KV), int(H),
+                                      linear_weights);
     ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "self_attn.o_proj.weight", {H, Q}));
-    l.o_weight = PackedWeight::Pack(w.data(), int(H), int(Q));
+    l.o_weight = PackedWeight::Pack(w.data(), int(H), int(Q), linear_weights);
     ORCHID_ASSIGN_OR_RETURN(l.q_norm, r.Read(p + "self_attn.q_norm.weight", {D}));
     ORCHID_ASSIGN_OR_RETURN(l.k_norm, r.Read(p + "self_attn.k_norm.weight", {D}));
     ORCHID_ASSIGN_OR_RETURN(g, r.Read(p + "mlp.gate_proj.weight", {I, H}));
     ORCHID_ASSIGN_OR_RETURN(u, r.Read(p + "mlp.up_proj.weight", {I, H}));
-    l.gate_up_weight = PackedWeight::Pack(Concat0({&g, &u}).data(), int(2 * I), int(H));
+    l.gate_up_weight = PackedWeight::Pack(Concat0({&g, &u}).data(), int(2 * I), int(H),
+                                          linear_weights);
     ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "mlp.down_proj.weight", {H, I}));
-    l.down_weight = PackedWeight::Pack(w.data(), int(H), int(I));
+    l.down_weight = PackedWeight::Pack(w.data(), int(H), int(I), linear_weights);
     ORCHID_ASSIGN_OR_RETURN(l.input_norm, r.Read(p + "input_layernorm.weight", {H}));
     ORCHID_ASSIGN_OR_RETURN(l.post_attention_norm,
                             r.Read(p + "post_attention_layernorm.weight", {H}));

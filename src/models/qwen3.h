@@ -39,9 +39,10 @@ class Qwen3Model : public Model {
   // Checks every weight against the config. Names may carry a prefix ("model." in
   // Qwen3ForCausalLM checkpoints) or none. With `score` set, the model is a scorer
   // (info.task = kScore, one label). `info` is completed from the config.
-  static Result<std::unique_ptr<Qwen3Model>> Create(const Qwen3Config& config,
-                                                    const SafetensorsFile& weights, ModelInfo info,
-                                                    const ScoreTokens* score = nullptr);
+  // The decoder's linear layers are stored as `linear_weights`.
+  static Result<std::unique_ptr<Qwen3Model>> Create(
+      const Qwen3Config& config, const SafetensorsFile& weights, ModelInfo info,
+      const ScoreTokens* score = nullptr, WeightType linear_weights = WeightType::kFloat32);
 
   const ModelInfo& info() const override { return info_; }
   Status Forward(const RaggedBatch& batch, float* hidden) override;

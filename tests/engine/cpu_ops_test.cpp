@@ -48,17 +48,19 @@ void ForEachPool(F body) {
   }
 }
 
-// Runs `body()` once per instruction set (scalar, AVX2, AVX-512), each capped with LimitIsa;
-// a set the CPU lacks falls back to the next lower one.
+// Runs `body()` once per instruction set (scalar, AVX2, AVX-512, AVX-512 with BF16), each
+// capped with LimitIsa; a set the CPU lacks falls back to the next lower one.
 template <typename F>
 void ForEachIsa(F body) {
   struct Restore {
-    ~Restore() { simd::LimitIsa(simd::Isa::kAvx512); }
+    ~Restore() { simd::LimitIsa(simd::Isa::kAvx512Bf16); }
   } restore;
-  for (simd::Isa isa : {simd::Isa::kScalar, simd::Isa::kAvx2, simd::Isa::kAvx512}) {
-    SCOPED_TRACE(isa == simd::Isa::kScalar ? "scalar"
-                 : isa == simd::Isa::kAvx2 ? "avx2"
-                                           : "avx512");
+  for (simd::Isa isa : {simd::Isa::kScalar, simd::Isa::kAvx2, simd::Isa::kAvx512,
+                        simd::Isa::kAvx512Bf16}) {
+    SCOPED_TRACE(isa == simd::Isa::kScalar   ? "scalar"
+                 : isa == simd::Isa::kAvx2   ? "avx2"
+                 : isa == simd::Isa::kAvx512 ? "avx512"
+                                             : "avx512-bf16");
     simd::LimitIsa(isa);
     body();
   }
@@ -208,6 +210,97 @@ TEST(CpuOpsTest, LinearAllEpiloguesAndSplits) {
       }
     }
   });
+}
+
+TEST(CpuOpsTest, Bfloat16RoundsToNearestEven) {
+  auto bits = [](float f) { return Bf16FromFloat(f); };
+  EXPECT_EQ(bits(1.0f), 0x3f80);
+  EXPECT_EQ(bits(-2.0f), 0xc000);
+  EXPECT_EQ(bits(1.0f + 0x1p-8f), 0x3f80);           // halfway: to the even 0x3f80
+  EXPECT_EQ(bits(1.0f + 3 * 0x1p-8f), 0x3f82);       // halfway: to the even 0x3f82
+  EXPECT_EQ(bits(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);  // just above halfway
+  EXPECT_EQ(bits(INFINITY), 0x7f80);
+  EXPECT_EQ(bits(3.4028235e38f), 0x7f80);  // above the largest bfloat16: rounds to infinity
+  EXPECT_TRUE(std::isnan(FloatFromBf16(bits(NAN))));
+  EXPECT_EQ(FloatFromBf16(bits(0.15625f)), 0.15625f);  // exactly representable
+  // The SIMD conversion agrees with the scalar one bit for bit, odd k padded with a zero.
+  std::vector<float> x = Random(size_t(5 * 37), 3, -100, 100);
+  x[3] = NAN;
+  x[7] = -INFINITY;
+  x[11] = 1e-41f;  // subnormal
+  x[12] = 1.0f + 0x1p-8f;
+  const int k = 37, ld = 38;
+  ForEachIsa([&] {
+    std::vector<bf16> got(size_t(5 * ld), 0xffff);
+    ConvertRowsBf16(x.data(), k, k, got.data(), ld, 1, 5);
+    for (int r = 0; r < 5; ++r) {
+      for (int i = 0; i < ld; ++i) {
+        const bf16 want = r == 0 ? bf16(0xffff) : i == k ? bf16(0) : bits(x[size_t(r * k + i)]);
+        ASSERT_EQ(got[size_t(r * ld + i)], want) << r << "," << i;
+      }
+    }
+  });
+}
+
+// The bfloat16 linear layer multiplies exactly the bfloat16-rounded operands, in fp32: checked
+// against a double-precision product of the rounded values, every epilogue, every path. A
+// row's result must not depend on the rows beside it.
+TEST(CpuOpsTest, LinearBfloat16MatchesRoundedReference) {
+  ForEachIsa([&] {
+    for (int m : {1, 7, 8, 9, 150, 301}) {
+      for (auto [k, n] : {std::pair{9, 37}, std::pair{64, 100}, std::pair{3, 16}, std::pair{20, 48},
+                          std::pair{384, 1}, std::pair{1, 5}}) {
+        const int ldx = k + 1, ldy = n + 3;
+        auto x = Random(size_t(m * ldx), 20);
+        auto w = Random(size_t(n * k), 21);
+        auto bias = Random(size_t(n), 22);
+        auto y0 = Random(size_t(m * ldy), 23);
+        const PackedWeight packed = PackedWeight::Pack(w.data(), n, k, WeightType::kBfloat16);
+        EXPECT_EQ(packed.type(), WeightType::kBfloat16);
+        auto round = [](float f) { return double(FloatFromBf16(Bf16FromFloat(f))); };
+        for (auto ep :
+             {LinearEpilogue::kNone, LinearEpilogue::kGelu, LinearEpilogue::kAccumulate}) {
+          ForEachPool([&](ThreadPool* pool) {
+            auto y = y0;
+            Linear(pool, x.data(), m, ldx, packed, bias.data(), y.data(), ldy, ep);
+            for (int i = 0; i < m; ++i) {
+              for (int j = 0; j < ldy; ++j) {
+                const size_t at = size_t(i * ldy + j);
+                if (j >= n) {
+                  ASSERT_EQ(y[at], y0[at]);
+                  continue;
+                }
+                double s = bias[size_t(j)];
+                for (int p = 0; p < k; ++p)
+                  s += round(x[size_t(i * ldx + p)]) * round(w[size_t(j * k + p)]);
+                const double want = ep == LinearEpilogue::kGelu         ? GeluRef(s)
+                                    : ep == LinearEpilogue::kAccumulate ? s + y0[at]
+                                                                        : s;
+                ASSERT_NEAR(y[at], want, 2e-5) << "m=" << m << " n=" << n << " k=" << k
+                                               << " i=" << i << " j=" << j;
+              }
+            }
+            // Row m-1 computed alone is bit-identical.
+            auto alone = y0;
+            const size_t last = size_t(m - 1);
+            Linear(pool, x.data() + last * size_t(ldx), 1, ldx, packed, bias.data(),
+                   alone.data() + last * size_t(ldy), ldy, ep);
+            for (int j = 0; j < n; ++j) {
+              ASSERT_EQ(alone[last * size_t(ldy) + size_t(j)], y[last * size_t(ldy) + size_t(j)]);
+            }
+          });
+        }
+      }
+    }
+  });
+  // And it is a real rounding: fp32 and bfloat16 layers differ on the same inputs.
+  auto x = Random(64, 30), w = Random(64 * 16, 31);
+  std::vector<float> a(16), b(16);
+  Linear(nullptr, x.data(), 1, 64, PackedWeight::Pack(w.data(), 16, 64), nullptr, a.data(), 16,
+         LinearEpilogue::kNone);
+  Linear(nullptr, x.data(), 1, 64, PackedWeight::Pack(w.data(), 16, 64, WeightType::kBfloat16),
+         nullptr, b.data(), 16, LinearEpilogue::kNone);
+  EXPECT_NE(a, b);
 }
 
 TEST(CpuOpsTest, GeluMatchesErfForm) {

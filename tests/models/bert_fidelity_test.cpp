@@ -315,5 +315,57 @@ TEST(BertForwardTest, HiddenStatesMatchTextEmbeddingsInferenceRawSnapshots) {
   }
 }
 
+// --dtype bfloat16: the linear layers' weights and inputs rounded to bfloat16, fp32 accumulation.
+// Not bit-faithful by design; this bounds how far it strays from sentence-transformers' fp32
+// embeddings on the real model over all 530 sentences, in mixed batches, and checks that it
+// still does not depend on a sentence's batch companions.
+TEST(BertBfloat16Test, StaysCloseToSentenceTransformersAndBatchIndependent) {
+  ASSERT_TRUE(std::filesystem::exists(kModelDir + "/model.safetensors"))
+      << "model not found at " << kModelDir << "; run `make model` to fetch it";
+  Fixture fx;
+  const std::string err = LoadFixture(&fx);
+  ASSERT_TRUE(err.empty()) << err;
+  auto model = LoadModel(kModelDir, {.linear_weights = WeightType::kBfloat16});
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto engine = MakeCpuEngine(std::move(model).value(), {.num_threads = 2});
+  const size_t n = fx.sentences.size();
+  const int dim = fx.dim;
+  auto run = [&](size_t begin, size_t end) {
+    RaggedBatch b;
+    for (size_t i = begin; i < end; ++i) {
+      b.Add(fx.sentences[i].ids.data(), int(fx.sentences[i].ids.size()), Pooling::kMean, true);
+    }
+    Result<Embeddings> r = engine->Submit(std::move(b)).wait();
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::move(r).value() : Embeddings{};
+  };
+  double min_cos = 1.0, sum_cos = 0.0, max_diff = 0.0;
+  for (size_t start = 0; start < n; start += 32) {
+    const size_t end = std::min(n, start + 32);
+    Embeddings batched = run(start, end);
+    ASSERT_EQ(batched.rows, int(end - start));
+    for (size_t i = start; i < end; ++i) {
+      const float* row = batched.row(int(i - start));
+      const double cos = Cosine(row, fx.reference(i), dim);
+      min_cos = std::min(min_cos, cos);
+      sum_cos += cos;
+      EXPECT_GE(cos, 0.9998) << "sentence " << i << " (" << fx.sentences[i].ids.size()
+                            << " tokens): " << fx.sentences[i].text;
+      if (i % 8 == 0) {  // a sample alone: identical to its batched row
+        Embeddings alone = run(i, i + 1);
+        ASSERT_EQ(alone.rows, 1);
+        const double diff = MaxAbsDiff(alone.row(0), row, dim);
+        max_diff = std::max(max_diff, diff);
+        EXPECT_LE(diff, 1e-6) << "sentence " << i;
+      }
+    }
+  }
+  // An fp32 run is far closer (1 - cos ~ 1e-12): make sure this really ran in bfloat16.
+  EXPECT_LT(min_cos, 0.9999999);
+  std::printf("[ fidelity ] bfloat16 linear layers, %zu sentences: min cosine %.6f, mean %.6f, "
+              "max |batched - alone| %.3g\n",
+              n, min_cos, sum_cos / double(n), max_diff);
+}
+
 }  // namespace
 }  // namespace orchid

@@ -31,6 +31,18 @@ struct Job {
 
 // ---- scalar fallback ----------------------------------------------------------------------
 
+// Row y's columns [16 p, 16 p + cols) = epilogue(alpha * acc + bias).
+void StoreScalar(const float (&acc)[kPanel], int cols, float alpha, const float* bias, float* y,
+                 Epilogue epilogue, int p) {
+  float* yr = y + p * kPanel;
+  for (int c = 0; c < cols; ++c) {
+    float v = alpha * acc[c] + (bias ? bias[p * kPanel + c] : 0.0f);
+    if (epilogue == Epilogue::kAccumulate) v += yr[c];
+    if (epilogue == Epilogue::kGelu) v = 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
+    yr[c] = v;
+  }
+}
+
 void TilesScalar(const Job& j, int r0, int r1, int p0, int p1) {
   const int k = j.w.k, n = j.w.n;
   for (int p = p0; p < p1; ++p) {
@@ -42,15 +54,55 @@ void TilesScalar(const Job& j, int r0, int r1, int p0, int p1) {
       for (int i = 0; i < k; ++i) {
         for (int c = 0; c < kPanel; ++c) acc[c] += xr[i] * wp[size_t(i) * kPanel + c];
       }
-      float* yr = j.y + size_t(r) * j.ldy + p * kPanel;
-      for (int c = 0; c < cols; ++c) {
-        float v = j.alpha * acc[c] + (j.bias ? j.bias[p * kPanel + c] : 0.0f);
-        if (j.epilogue == Epilogue::kAccumulate) v += yr[c];
-        if (j.epilogue == Epilogue::kGelu) {
-          v = 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
+      StoreScalar(acc, cols, j.alpha, j.bias, j.y + size_t(r) * j.ldy, j.epilogue, p);
+    }
+  }
+}
+
+// ---- bfloat16: the job and the scalar fallback ---------------------------------------------
+
+struct Bf16Job {
+  const bf16* x;
+  int ldx;
+  Bf16PanelView w;
+  const float* bias;
+  float* y;
+  int ldy;
+  Epilogue epilogue;
+};
+
+inline uint32_t LoadPair(const bf16* x) {
+  uint32_t u;
+  std::memcpy(&u, x, 4);
+  return u;
+}
+
+// The bfloat16 in a pair's low (even k) and high (odd k) half, as floats.
+inline float WordLow(uint32_t pair) { return FloatFromBf16(bf16(pair & 0xffffu)); }
+inline float WordHigh(uint32_t pair) { return FloatFromBf16(bf16(pair >> 16)); }
+
+// Each pair as vdpbf16ps takes it: the odd element's product, then the even one's.
+void TilesScalarBf16(const Bf16Job& j, int r0, int r1, int p0, int p1) {
+  const int pairs = j.w.pairs(), n = j.w.n;
+  for (int p = p0; p < p1; ++p) {
+    const bf16* wp = j.w.panel(p);
+    const int cols = std::min(kPanel, n - p * kPanel);
+    for (int r = r0; r < r1; ++r) {
+      float acc[kPanel] = {};
+      const bf16* xr = j.x + size_t(r) * j.ldx;
+      for (int i = 0; i < pairs; ++i) {
+        // Whole pairs as 32-bit words (as the SIMD kernels read them): GCC 12 at -O3
+        // mis-vectorized the element-wise form of this loop (wrong sums, seen on odd and even k).
+        const uint32_t xp = LoadPair(xr + 2 * size_t(i));
+        const float x0 = WordLow(xp), x1 = WordHigh(xp);
+        const bf16* wi = wp + size_t(i) * 2 * kPanel;
+        for (int c = 0; c < kPanel; ++c) {
+          const uint32_t wpair = LoadPair(wi + 2 * c);
+          acc[c] += x1 * WordHigh(wpair);
+          acc[c] += x0 * WordLow(wpair);
         }
-        yr[c] = v;
       }
+      StoreScalar(acc, cols, 1.0f, j.bias, j.y + size_t(r) * j.ldy, j.epilogue, p);
     }
   }
 }
@@ -58,6 +110,32 @@ void TilesScalar(const Job& j, int r0, int r1, int p0, int p1) {
 #if ORCHID_HAVE_X86_SIMD
 
 // ---- AVX-512: tiles of MB rows x PB panels, MB * PB accumulators --------------------------
+
+// y[r + m, 16 (p + q) + c] = epilogue(alpha * acc[m][q][c] + bias) for the tile's MB rows and
+// PB panels, columns past n left alone.
+template <int MB, int PB>
+ORCHID_NO_SANITIZE ORCHID_AVX512 inline void StoreAvx512(const __m512 (&acc)[MB][PB], int n,
+                                                         float alpha_s, const float* bias,
+                                                         float* y0, int ldy, Epilogue epilogue,
+                                                         int r, int p) {
+  const __m512 alpha = _mm512_set1_ps(alpha_s);
+  for (int q = 0; q < PB; ++q) {
+    const int col = (p + q) * kPanel;
+    const int cols = std::min(kPanel, n - col);
+    const __mmask16 mask = cols >= kPanel ? __mmask16(0xffff) : simd::TailMask16(size_t(cols));
+    const __m512 b = bias ? _mm512_maskz_loadu_ps(mask, bias + col) : _mm512_setzero_ps();
+    for (int m = 0; m < MB; ++m) {
+      float* y = y0 + size_t(r + m) * ldy + col;
+      __m512 v = _mm512_fmadd_ps(acc[m][q], alpha, b);
+      if (epilogue == Epilogue::kAccumulate) {
+        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, y));
+      } else if (epilogue == Epilogue::kGelu) {
+        v = simd::Gelu(v);
+      }
+      _mm512_mask_storeu_ps(y, mask, v);
+    }
+  }
+}
 
 template <int MB, int PB>
 ORCHID_NO_SANITIZE ORCHID_AVX512 inline void TileAvx512(const Job& j, int r, int p) {
@@ -77,24 +155,7 @@ ORCHID_NO_SANITIZE ORCHID_AVX512 inline void TileAvx512(const Job& j, int r, int
       for (int q = 0; q < PB; ++q) acc[m][q] = _mm512_fmadd_ps(xv, w[q], acc[m][q]);
     }
   }
-  const int n = j.w.n;
-  const __m512 alpha = _mm512_set1_ps(j.alpha);
-  for (int q = 0; q < PB; ++q) {
-    const int col = (p + q) * kPanel;
-    const int cols = std::min(kPanel, n - col);
-    const __mmask16 mask = cols >= kPanel ? __mmask16(0xffff) : simd::TailMask16(size_t(cols));
-    const __m512 b = j.bias ? _mm512_maskz_loadu_ps(mask, j.bias + col) : _mm512_setzero_ps();
-    for (int m = 0; m < MB; ++m) {
-      float* y = j.y + size_t(r + m) * j.ldy + col;
-      __m512 v = _mm512_fmadd_ps(acc[m][q], alpha, b);
-      if (j.epilogue == Epilogue::kAccumulate) {
-        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, y));
-      } else if (j.epilogue == Epilogue::kGelu) {
-        v = simd::Gelu(v);
-      }
-      _mm512_mask_storeu_ps(y, mask, v);
-    }
-  }
+  StoreAvx512<MB, PB>(acc, j.w.n, j.alpha, j.bias, j.y, j.ldy, j.epilogue, r, p);
 }
 
 template <int MB>
@@ -208,6 +269,154 @@ ORCHID_AVX2 void TilesAvx2(const Job& j, int r0, int r1, int p0, int p1) {
   }
 }
 
+// ---- bfloat16 on AVX512_BF16: vdpbf16ps, MB rows x PB panels -------------------------------
+
+template <int MB, int PB>
+ORCHID_NO_SANITIZE ORCHID_AVX512BF16 inline void TileBf16(const Bf16Job& j, int r, int p) {
+  const int pairs = j.w.pairs();
+  const size_t stride = size_t(pairs) * 2 * kPanel;
+  const bf16* wp = j.w.panel(p);
+  const bf16* x = j.x + size_t(r) * j.ldx;
+  __m512 acc[MB][PB];
+  for (int m = 0; m < MB; ++m) {
+    for (int q = 0; q < PB; ++q) acc[m][q] = _mm512_setzero_ps();
+  }
+  for (int i = 0; i < pairs; ++i) {
+    __m512bh w[PB];
+    for (int q = 0; q < PB; ++q) {
+      w[q] = (__m512bh)_mm512_loadu_si512(wp + q * stride + size_t(i) * 2 * kPanel);
+    }
+    for (int m = 0; m < MB; ++m) {
+      const __m512bh xv =
+          (__m512bh)_mm512_set1_epi32(int(LoadPair(x + size_t(m) * j.ldx + 2 * size_t(i))));
+      for (int q = 0; q < PB; ++q) acc[m][q] = _mm512_dpbf16_ps(acc[m][q], xv, w[q]);
+    }
+  }
+  StoreAvx512<MB, PB>(acc, j.w.n, 1.0f, j.bias, j.y, j.ldy, j.epilogue, r, p);
+}
+
+// ---- bfloat16 on plain AVX-512: widened to fp32, two FMAs per pair -------------------------
+
+template <int MB, int PB>
+ORCHID_NO_SANITIZE ORCHID_AVX512 inline void TileBf16Fma(const Bf16Job& j, int r, int p) {
+  const int pairs = j.w.pairs();
+  const size_t stride = size_t(pairs) * 2 * kPanel;
+  const bf16* wp = j.w.panel(p);
+  const bf16* x = j.x + size_t(r) * j.ldx;
+  const __m512i high = _mm512_set1_epi32(int(0xffff0000u));
+  __m512 acc[MB][PB];
+  for (int m = 0; m < MB; ++m) {
+    for (int q = 0; q < PB; ++q) acc[m][q] = _mm512_setzero_ps();
+  }
+  for (int i = 0; i < pairs; ++i) {
+    __m512 even[PB], odd[PB];
+    for (int q = 0; q < PB; ++q) {
+      const __m512i w = _mm512_loadu_si512(wp + q * stride + size_t(i) * 2 * kPanel);
+      even[q] = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+      odd[q] = _mm512_castsi512_ps(_mm512_and_si512(w, high));
+    }
+    for (int m = 0; m < MB; ++m) {
+      const __m512i pair = _mm512_set1_epi32(int(LoadPair(x + size_t(m) * j.ldx + 2 * size_t(i))));
+      const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(pair, 16));
+      const __m512 x1 = _mm512_castsi512_ps(_mm512_and_si512(pair, high));
+      for (int q = 0; q < PB; ++q) {
+        acc[m][q] = _mm512_fmadd_ps(x1, odd[q], acc[m][q]);
+        acc[m][q] = _mm512_fmadd_ps(x0, even[q], acc[m][q]);
+      }
+    }
+  }
+  StoreAvx512<MB, PB>(acc, j.w.n, 1.0f, j.bias, j.y, j.ldy, j.epilogue, r, p);
+}
+
+template <int MB>
+ORCHID_AVX512BF16 void PanelsBf16Dot(const Bf16Job& j, int r, int p, int pb) {
+  switch (pb) {
+    case 3:
+      return TileBf16<MB, 3>(j, r, p);
+    case 2:
+      return TileBf16<MB, 2>(j, r, p);
+    default:
+      return TileBf16<MB, 1>(j, r, p);
+  }
+}
+
+// Two panels: 2 x 2 widened weights + 8 x 2 accumulators fit the 32 registers.
+template <int MB>
+ORCHID_AVX512 void PanelsBf16Fma(const Bf16Job& j, int r, int p, int pb) {
+  if (pb == 2) return TileBf16Fma<MB, 2>(j, r, p);
+  return TileBf16Fma<MB, 1>(j, r, p);
+}
+
+template <bool kDot, int MB>
+void PanelsBf16(const Bf16Job& j, int r, int p, int pb) {
+  if constexpr (kDot) {
+    PanelsBf16Dot<MB>(j, r, p, pb);
+  } else {
+    PanelsBf16Fma<MB>(j, r, p, pb);
+  }
+}
+
+// Not itself compiled for AVX-512: each tile call covers all of k, so the call costs nothing,
+// and the plain-AVX-512 instantiation must not be given AVX512_BF16 code.
+template <bool kDot>
+void TilesBf16(const Bf16Job& j, int r0, int r1, int p0, int p1) {
+  constexpr int kGroup = kDot ? 3 : 2;
+  for (int p = p0; p < p1; p += kGroup) {
+    const int pb = std::min(kGroup, p1 - p);
+    int r = r0;
+    for (; r + 8 <= r1; r += 8) PanelsBf16<kDot, 8>(j, r, p, pb);
+    switch (r1 - r) {
+      case 7:
+        PanelsBf16<kDot, 7>(j, r, p, pb);
+        break;
+      case 6:
+        PanelsBf16<kDot, 6>(j, r, p, pb);
+        break;
+      case 5:
+        PanelsBf16<kDot, 5>(j, r, p, pb);
+        break;
+      case 4:
+        PanelsBf16<kDot, 4>(j, r, p, pb);
+        break;
+      case 3:
+        PanelsBf16<kDot, 3>(j, r, p, pb);
+        break;
+      case 2:
+        PanelsBf16<kDot, 2>(j, r, p, pb);
+        break;
+      case 1:
+        PanelsBf16<kDot, 1>(j, r, p, pb);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// Round to nearest even, 16 floats at a time (the integer form of Bf16FromFloat).
+ORCHID_NO_SANITIZE ORCHID_AVX512 void ConvertRowsBf16Avx512(const float* x, int ldx, int k,
+                                                            bf16* dst, int ld_dst, int r0,
+                                                            int r1) {
+  const __m512i one = _mm512_set1_epi32(1), round = _mm512_set1_epi32(0x7fff),
+                quiet = _mm512_set1_epi32(0x40);
+  for (int r = r0; r < r1; ++r) {
+    const float* xr = x + size_t(r) * ldx;
+    bf16* out = dst + size_t(r) * ld_dst;
+    for (int i = 0; i < k; i += 16) {
+      const __mmask16 mask = k - i >= 16 ? __mmask16(0xffff) : simd::TailMask16(size_t(k - i));
+      const __m512 v = _mm512_maskz_loadu_ps(mask, xr + i);
+      const __m512i u = _mm512_castps_si512(v);
+      const __m512i top = _mm512_srli_epi32(u, 16);
+      __m512i h = _mm512_srli_epi32(
+          _mm512_add_epi32(u, _mm512_add_epi32(round, _mm512_and_si512(top, one))), 16);
+      h = _mm512_mask_mov_epi32(h, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
+                                _mm512_or_si512(top, quiet));
+      _mm256_mask_storeu_epi16(out + i, mask, _mm512_cvtepi32_epi16(h));
+    }
+    if (k % 2 != 0) out[k] = 0;
+  }
+}
+
 #endif  // ORCHID_HAVE_X86_SIMD
 
 }  // namespace
@@ -221,6 +430,42 @@ void PackedGemmTiles(const float* x, int ldx, PanelView w, float alpha, const fl
   if (simd::HasAvx2Fma()) return TilesAvx2(j, r0, r1, p0, p1);
 #endif
   TilesScalar(j, r0, r1, p0, p1);
+}
+
+void PackedGemmTilesBf16(const bf16* x, int ldx, Bf16PanelView w, const float* bias, float* y,
+                         int ldy, Epilogue epilogue, int r0, int r1, int p0, int p1) {
+  const Bf16Job j{x, ldx, w, bias, y, ldy, epilogue};
+  if (r0 >= r1 || p0 >= p1) return;
+#if ORCHID_HAVE_X86_SIMD
+  if (simd::HasAvx512Bf16()) return TilesBf16<true>(j, r0, r1, p0, p1);
+  if (simd::HasAvx512()) return TilesBf16<false>(j, r0, r1, p0, p1);
+#endif
+  TilesScalarBf16(j, r0, r1, p0, p1);
+}
+
+void ConvertRowsBf16(const float* x, int ldx, int k, bf16* dst, int ld_dst, int r0, int r1) {
+#if ORCHID_HAVE_X86_SIMD
+  if (simd::HasAvx512()) return ConvertRowsBf16Avx512(x, ldx, k, dst, ld_dst, r0, r1);
+#endif
+  for (int r = r0; r < r1; ++r) {
+    const float* xr = x + size_t(r) * ldx;
+    bf16* out = dst + size_t(r) * ld_dst;
+    for (int i = 0; i < k; ++i) out[i] = Bf16FromFloat(xr[i]);
+    if (k % 2 != 0) out[k] = 0;
+  }
+}
+
+void PackRowsBf16(const float* w, int n, int k, int ldw, bf16* dst) {
+  const int panels = (n + kPanel - 1) / kPanel, pairs = (k + 1) / 2;
+  for (int p = 0; p < panels; ++p) {
+    bf16* out = dst + size_t(p) * size_t(pairs) * 2 * kPanel;
+    std::memset(out, 0, size_t(pairs) * 2 * kPanel * sizeof(bf16));
+    const int cols = std::min(kPanel, n - p * kPanel);
+    for (int c = 0; c < cols; ++c) {
+      const float* src = w + size_t(p * kPanel + c) * size_t(ldw);
+      for (int i = 0; i < k; ++i) out[size_t(i / 2) * 2 * kPanel + 2 * c + i % 2] = Bf16FromFloat(src[i]);
+    }
+  }
 }
 
 void PackRows(const float* w, int n, int k, int ldw, float* dst) {

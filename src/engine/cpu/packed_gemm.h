@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace orchid {
 
@@ -50,5 +51,59 @@ inline void PackedGemm(const float* x, int m, int ldx, PanelView w, float alpha,
                        float* y, int ldy, Epilogue epilogue) {
   PackedGemmTiles(x, ldx, w, alpha, bias, y, ldy, epilogue, 0, m, 0, w.panels());
 }
+
+// ---- bfloat16 operands, fp32 accumulation ---------------------------------------------------
+//
+// The same panels holding bfloat16 (the top half of an fp32, rounded to nearest even), with
+// each pair of consecutive k interleaved: panel p is [ceil(k / 2)][16 columns][2], the operand
+// order of AVX512_BF16's vdpbf16ps, which multiplies pairs and accumulates in fp32 at twice
+// the fp32 FMA rate. x is converted to bfloat16 per call (ConvertRowsBf16), k padded to even
+// with a zero. Where the CPU lacks AVX512_BF16 the same numbers are multiplied with fp32 FMAs
+// (bfloat16 products are exact in fp32), slower but with the same stored weights. As with fp32,
+// each output sums over k in a fixed order whatever m is.
+
+using bf16 = uint16_t;
+
+// Round to nearest even; NaN stays a (quiet) NaN.
+inline bf16 Bf16FromFloat(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16((u >> 16) | 0x40u);
+  return bf16((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+inline float FloatFromBf16(bf16 h) {
+  const uint32_t u = uint32_t(h) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+
+struct Bf16PanelView {
+  const bf16* data = nullptr;
+  int n = 0;
+  int k = 0;
+  int pairs() const { return (k + 1) / 2; }
+  int panels() const { return (n + kPanelWidth - 1) / kPanelWidth; }
+  const bf16* panel(int p) const {
+    return data + size_t(p) * size_t(pairs()) * 2 * kPanelWidth;
+  }
+};
+
+// bfloat16 elements a packed [n, k] operand takes.
+inline size_t PackedSizeBf16(int n, int k) {
+  return size_t((n + kPanelWidth - 1) / kPanelWidth) * size_t((k + 1) / 2) * 2 * kPanelWidth;
+}
+
+// Packs W given as rows (w[c * ldw + i] is W[c][i]), rounding to bfloat16.
+void PackRowsBf16(const float* w, int n, int k, int ldw, bf16* dst);
+
+// dst[r * ld_dst + i] = bf16(x[r * ldx + i]) for rows [r0, r1), i < k, and a zero at i = k
+// when k is odd. ld_dst must be even and at least k + 1 (k even: k).
+void ConvertRowsBf16(const float* x, int ldx, int k, bf16* dst, int ld_dst, int r0, int r1);
+
+// y[r, c] = epilogue(x W^T + b) for rows [r0, r1) and panels [p0, p1), x in bfloat16 as
+// ConvertRowsBf16 wrote it (ldx even).
+void PackedGemmTilesBf16(const bf16* x, int ldx, Bf16PanelView w, const float* bias, float* y,
+                         int ldy, Epilogue epilogue, int r0, int r1, int p0, int p1);
 
 }  // namespace orchid

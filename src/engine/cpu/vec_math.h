@@ -15,18 +15,23 @@
 #define ORCHID_HAVE_X86_SIMD 1
 #define ORCHID_AVX2 __attribute__((target("avx2,fma")))
 #define ORCHID_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")))
+#define ORCHID_AVX512BF16 \
+  __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512bf16,avx2,fma")))
 #else
 #define ORCHID_HAVE_X86_SIMD 0
 #endif
 
 namespace orchid::simd {
 
-enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Bf16 = 3 };
 
 // True when the CPU has AVX2 and FMA (checked once), and LimitIsa allows them.
 bool HasAvx2Fma();
 // True when the CPU has AVX-512 F/DQ/BW/VL (checked once), and LimitIsa allows it.
 bool HasAvx512();
+// True when HasAvx512() and the CPU also has AVX512_BF16 (vdpbf16ps: Cooper Lake, Sapphire
+// Rapids, Zen 4 and later).
+bool HasAvx512Bf16();
 // Caps the instruction sets the ops use (default: no cap). Tests use it to run every code
 // path on one machine; it is not meant to change while ops run.
 void LimitIsa(Isa max);
