@@ -40,6 +40,8 @@ enum class NativeQuantization : uint8_t { kNone, kTanhInt8 };
 struct ModelInfo {
   std::string architecture;       // e.g. "BertModel", "XLMRobertaModel", "Qwen3Model"
   int32_t vocab_size = 0;
+  // Token types the model embeds (BERT: 2). 1 for models without them: type ids must be 0.
+  int type_vocab_size = 1;
   int hidden_size = 0;            // width of the transformer and of the pooled vector
   int max_position_embeddings = 0;
   int max_seq_length = 0;         // the longest input the model accepts (sentence-transformers)

@@ -93,6 +93,7 @@ Result<std::unique_ptr<BertModel>> BertModel::Create(const BertConfig& config,
 
   if (info.architecture.empty()) info.architecture = "BertModel";
   info.vocab_size = config.vocab_size;
+  info.type_vocab_size = config.type_vocab_size;
   info.hidden_size = config.hidden_size;
   // The engine checks positions against this: the offset uses up the first positions.
   info.max_position_embeddings = config.max_position_embeddings - config.position_offset;

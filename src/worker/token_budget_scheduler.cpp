@@ -116,6 +116,17 @@ Status TokenBudgetScheduler::Enqueue(EmbedRequest request, EmbedCallback done) {
         return Status::InvalidArgument("sequence " + std::to_string(i) +
                                        ": token_type_ids and token ids differ in length");
       }
+      // Checked here, not only in the model: one bad id would fail the whole engine batch,
+      // and with it every other request that shares it.
+      const int types = std::max(1, engine_->info().type_vocab_size);
+      for (int32_t id : request.token_type_ids[i]) {
+        if (id < 0 || id >= types) {
+          return Status::InvalidArgument("sequence " + std::to_string(i) + ": token type id " +
+                                         std::to_string(id) + " is out of range (the model has " +
+                                         std::to_string(types) + " token type" +
+                                         (types == 1 ? "" : "s") + ")");
+        }
+      }
     }
   }
   int64_t total = 0;

@@ -21,6 +21,7 @@ class FakeEngine : public Engine {
       : auto_complete_(auto_complete) {
     info_.architecture = "FakeModel";
     info_.vocab_size = vocab_size;
+    info_.type_vocab_size = 2;
     info_.hidden_size = kDim;
     info_.max_position_embeddings = max_seq_length;
     info_.max_seq_length = max_seq_length;

@@ -432,6 +432,28 @@ TEST(TokenBudgetSchedulerTest, RejectsTokenTypeIdsOfTheWrongShape) {
   EmbedRequest wrong_length = Request({Seq(1, 2)});
   wrong_length.token_type_ids = {{0, 1, 1}};
   EXPECT_EQ(scheduler.Enqueue(std::move(wrong_length), noop).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine.num_batches(), 0u);
+}
+
+// A type id the model has no embedding for is refused at the door, so it cannot fail an engine
+// batch shared with other requests; the others go through.
+TEST(TokenBudgetSchedulerTest, RejectsTokenTypeIdsOutOfTheModelsRange) {
+  FakeEngine engine(/*auto_complete=*/true);  // two token types, as BERT
+  TokenBudgetScheduler scheduler(&engine, Options(/*budget=*/8));
+  auto noop = [](Result<Embeddings>) {};
+  for (int32_t bad : {2, -1, 1 << 30}) {
+    EmbedRequest r = Request({Seq(1, 2), Seq(3, 2)});
+    r.token_type_ids = {{0, 1}, {0, bad}};
+    Status st = scheduler.Enqueue(std::move(r), noop);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(st.message().find("token type id " + std::to_string(bad)), std::string::npos)
+        << st.message();
+  }
+  EmbedRequest good = Request({Seq(1, 2)});
+  good.token_type_ids = {{0, 1}};
+  auto result = scheduler.Enqueue(std::move(good)).get();
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->rows, 1);
 }
 
 }  // namespace

@@ -71,7 +71,12 @@ class CpuEngine final : public Engine {
         queue_.pop_front();
       }
       try {
-        job.promise.Set(Run(job.batch));
+        Result<Embeddings> result = Run(job.batch);
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (queue_.empty()) pool.Park();  // free the cores for whoever answers the request
+        }
+        job.promise.Set(std::move(result));
       } catch (const std::bad_alloc&) {
         job.promise.Set(Status::ResourceExhausted("out of memory running a batch of " +
                                                   std::to_string(job.batch.num_tokens()) +

@@ -49,7 +49,8 @@ void ThreadPool::WorkerLoop(int index) {
       int spins = 0;
       while ((g = generation_.load(std::memory_order_acquire)) == seen) {
         ORCHID_CPU_RELAX();
-        if (++spins % 64 == 0 && std::chrono::steady_clock::now() > deadline) {
+        if (park_.load(std::memory_order_relaxed) ||
+            (++spins % 64 == 0 && std::chrono::steady_clock::now() > deadline)) {
           std::unique_lock<std::mutex> lock(mu_);
           cv_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
           g = generation_.load(std::memory_order_acquire);
@@ -67,10 +68,13 @@ void ThreadPool::WorkerLoop(int index) {
   }
 }
 
+void ThreadPool::Park() { park_.store(true, std::memory_order_relaxed); }
+
 void ThreadPool::ParallelFor(int64_t n, int64_t grain, const RangeFn& fn) {
   if (n <= 0) return;
   if (grain < 1) grain = 1;
   if (workers_.empty() || n <= grain) return fn(0, 0, n);
+  park_.store(false, std::memory_order_relaxed);
   fn_ = &fn;
   n_ = n;
   grain_ = grain;

@@ -37,6 +37,12 @@ class ThreadPool {
   using RangeFn = std::function<void(int thread, int64_t begin, int64_t end)>;
   void ParallelFor(int64_t n, int64_t grain, const RangeFn& fn);
 
+  // Tells the workers no region is coming soon: they stop spinning and sleep now rather than
+  // after their spin time. The engine calls it when a batch ends with none queued, so that on a
+  // small machine the threads that answer the request (the scheduler's, the server's) get the
+  // cores at once. The next ParallelFor wakes them as usual.
+  void Park();
+
  private:
   void WorkerLoop(int index);
   void Drain(int thread);  // claims and runs chunks until none are left
@@ -46,6 +52,7 @@ class ThreadPool {
   std::condition_variable cv_;
   std::atomic<uint64_t> generation_{0};  // bumped to announce a region
   std::atomic<bool> stop_{false};
+  std::atomic<bool> park_{false};  // set by Park(), cleared by the next ParallelFor
 
   // The current region; written by the caller only while no worker is inside (busy_ == 0,
   // closed_), read by workers only after they entered (busy_) and saw it open (!closed_).

@@ -393,6 +393,7 @@ Status CudaEngine::LoadBert(const std::string& dir, const std::string& config_pa
   pos_offset_ = c.position_offset;
   max_positions_ = c.max_position_embeddings - c.position_offset;
   type_vocab_ = c.type_vocab_size;
+  info_.type_vocab_size = c.type_vocab_size;
   causal_ = false;
 
   Tensor t, g, b;
