@@ -7,7 +7,7 @@ import json
 import numpy as np
 import requests
 
-from support import SHARED_DATA, STSB_FIXTURES, rows
+from support import SHARED_DATA, STSB_FIXTURES, OrchidServer, rows
 
 CHUNK = 128
 
@@ -41,7 +41,8 @@ def test_average_ranks_and_spearman():
     assert abs(spearman([1, 2, 3, 4], [4, 3, 2, 1]) + 1.0) < 1e-12
 
 
-def test_stsb_spearman_matches_sentence_transformers(server, report):
+def stsb_spearman(url):
+    """(Spearman of the server's cosine similarities with the gold scores, the reference file)."""
     with open(SHARED_DATA / "stsb" / "stsb-en-test.csv", newline="", encoding="utf-8") as f:
         pairs = [(r[0], r[1], float(r[2])) for r in csv.reader(f)]
     expected = json.loads((STSB_FIXTURES / "stsb_spearman.json").read_text())
@@ -52,7 +53,7 @@ def test_stsb_spearman_matches_sentence_transformers(server, report):
     session = requests.Session()
     chunks = []
     for start in range(0, len(texts), CHUNK):
-        r = session.post(server.url + "/v1/embeddings",
+        r = session.post(url + "/v1/embeddings",
                          json={"input": texts[start:start + CHUNK], "encoding_format": "base64"},
                          timeout=600)
         assert r.status_code == 200, r.text
@@ -62,10 +63,31 @@ def test_stsb_spearman_matches_sentence_transformers(server, report):
     a = emb[[index[p[0]] for p in pairs]]
     b = emb[[index[p[1]] for p in pairs]]
     cos = (a * b).sum(axis=1)
-    ours = spearman(cos, [p[2] for p in pairs])
+    return spearman(cos, [p[2] for p in pairs]), expected
+
+
+def test_stsb_spearman_matches_sentence_transformers(server, report):
+    ours, expected = stsb_spearman(server.url)
     theirs = expected["spearman_cosine"]
+    pairs = expected["pairs"]
     report.append(("STS-B en test Spearman (cosine)",
                    f"orchid {ours:.6f}, sentence-transformers {theirs:.6f} "
-                   f"({len(pairs)} pairs, {expected['model']})"))
+                   f"({pairs} pairs, {expected['model']})"))
     print(f"\nSTS-B en test Spearman: orchid {ours:.6f}, sentence-transformers {theirs:.6f}")
     assert abs(ours - theirs) < 5e-5, f"orchid {ours:.6f} vs sentence-transformers {theirs:.6f}"
+
+
+def test_stsb_spearman_with_bfloat16_linear_layers(report):
+    """`--dtype bfloat16` is not bit-faithful; on the quality that matters it must stay within
+    1e-3 of sentence-transformers' fp32 Spearman (README, Engine notes)."""
+    bf16 = OrchidServer("--dtype", "bfloat16")
+    try:
+        ours, expected = stsb_spearman(bf16.url)
+    finally:
+        assert bf16.stop() == 0, bf16.log_text()
+    theirs = expected["spearman_cosine"]
+    report.append(("STS-B en test Spearman, --dtype bfloat16",
+                   f"orchid {ours:.6f}, sentence-transformers (fp32) {theirs:.6f}, "
+                   f"difference {ours - theirs:+.6f}"))
+    print(f"\nSTS-B en test Spearman, bfloat16: orchid {ours:.6f}, sentence-transformers {theirs:.6f}")
+    assert abs(ours - theirs) < 1e-3, f"orchid bf16 {ours:.6f} vs sentence-transformers {theirs:.6f}"
