@@ -143,8 +143,10 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
       return Status::InvalidArgument("--dtype must be float32 or bfloat16, not " + flags.dtype);
     }
     if (lo.linear_weights == WeightType::kBfloat16 && !simd::HasAvx512Bf16()) {
-      spdlog::warn("--dtype bfloat16: this CPU has no AVX512_BF16; the linear layers multiply "
-                   "bfloat16 in fp32 instead, which saves memory but is not faster");
+      spdlog::warn("--dtype bfloat16: this CPU has no AVX512_BF16; the linear layers widen "
+                   "bfloat16 to fp32 ({}), which halves weight memory but is not faster than "
+                   "--dtype float32",
+                   simd::HasAvx512() ? "AVX-512 FMAs" : "scalar code, much slower");
     }
     auto model = LoadModel(dir, lo);
     if (!model.ok()) {
