@@ -70,10 +70,9 @@ void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* f) {
       ->capture_default_str()
       ->check(CLI::IsMember({"off", "lazy", "eager-capture-all"}));
   cmd->add_option("--dtype", f->dtype,
-                  "CPU engine: float32, or bfloat16 linear layers (weights and their inputs "
-                  "rounded to bfloat16, fp32 accumulation; about 2x faster where the CPU has "
-                  "AVX512_BF16). The CUDA engine always runs bfloat16.")
-      ->capture_default_str()
+                  "CPU engine: float32 (default), or bfloat16 linear layers (weights and their "
+                  "inputs rounded to bfloat16, fp32 accumulation; about 2x faster where the CPU "
+                  "has AVX512_BF16). The CUDA engine runs bfloat16 only.")
       ->check(CLI::IsMember({"float32", "bfloat16", "fp32", "bf16"}));
 }
 
@@ -121,6 +120,14 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
                                    " is smaller than --max-batch-tokens " +
                                    std::to_string(flags.max_batch_tokens));
   }
+  WeightType dtype = WeightType::kFloat32;
+  if (!flags.dtype.empty() && !ParseWeightType(flags.dtype, &dtype)) {
+    return Status::InvalidArgument("--dtype must be float32 or bfloat16, not " + flags.dtype);
+  }
+  if (flags.device == "cuda" && !flags.dtype.empty() && dtype != WeightType::kBfloat16) {
+    return Status::InvalidArgument("--dtype " + flags.dtype +
+                                   " with --device cuda: the CUDA engine runs bfloat16 only");
+  }
   if (flags.device == "cuda") {
 #if ORCHID_HAVE_CUDA
     std::string why;
@@ -139,9 +146,7 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
 #endif
   } else if (flags.device == "cpu") {
     LoadOptions lo;
-    if (!ParseWeightType(flags.dtype, &lo.linear_weights)) {
-      return Status::InvalidArgument("--dtype must be float32 or bfloat16, not " + flags.dtype);
-    }
+    lo.linear_weights = dtype;
     if (lo.linear_weights == WeightType::kBfloat16 && !simd::HasAvx512Bf16()) {
       spdlog::warn("--dtype bfloat16: this CPU has no AVX512_BF16; the linear layers widen "
                    "bfloat16 to fp32 ({}), which halves weight memory but is not faster than "

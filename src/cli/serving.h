@@ -34,7 +34,7 @@ struct SchedulerFlags {
   int threads = 0;  // engine compute threads; 0 = all cores
   std::string device = "cpu";         // "cpu" | "cuda"
   std::string cuda_graphs = "lazy";   // "off" | "lazy" | "eager-capture-all"
-  std::string dtype = "float32";      // CPU linear layers: "float32" | "bfloat16"
+  std::string dtype;                  // "" (the engine's own) | "float32" | "bfloat16"
 };
 
 // --max-batch-tokens, --max-batch-sequences, --max-queued-tokens, --pipeline-depth, --threads,
