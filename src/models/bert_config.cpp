@@ -5,32 +5,18 @@
 #include "models/json_file.h"
 
 namespace orchid {
-namespace {
-
-// Reads a required positive integer no larger than `max`.
-Status ReadSize(const JsonFile& f, const char* field, int64_t max, int* out) {
-  ORCHID_ASSIGN_OR_RETURN(int64_t v, f.Int(field));
-  if (v <= 0 || v > max) {
-    return f.FieldError(field, fmt::format("is {}, expected 1..{}", v, max));
-  }
-  *out = int(v);
-  return Status::Ok();
-}
-
-}  // namespace
-
 Result<BertConfig> ReadBertConfig(const std::string& path) {
   ORCHID_ASSIGN_OR_RETURN(JsonFile f, JsonFile::Read(path));
   BertConfig c;
-  ORCHID_RETURN_IF_ERROR(ReadSize(f, "vocab_size", 1 << 24, &c.vocab_size));
-  ORCHID_RETURN_IF_ERROR(ReadSize(f, "hidden_size", 1 << 16, &c.hidden_size));
-  ORCHID_RETURN_IF_ERROR(ReadSize(f, "num_hidden_layers", 1024, &c.num_hidden_layers));
-  ORCHID_RETURN_IF_ERROR(ReadSize(f, "num_attention_heads", 1024, &c.num_attention_heads));
-  ORCHID_RETURN_IF_ERROR(ReadSize(f, "intermediate_size", 1 << 18, &c.intermediate_size));
+  ORCHID_RETURN_IF_ERROR(f.Size("vocab_size", 1 << 24, &c.vocab_size));
+  ORCHID_RETURN_IF_ERROR(f.Size("hidden_size", 1 << 16, &c.hidden_size));
+  ORCHID_RETURN_IF_ERROR(f.Size("num_hidden_layers", 1024, &c.num_hidden_layers));
+  ORCHID_RETURN_IF_ERROR(f.Size("num_attention_heads", 1024, &c.num_attention_heads));
+  ORCHID_RETURN_IF_ERROR(f.Size("intermediate_size", 1 << 18, &c.intermediate_size));
   ORCHID_RETURN_IF_ERROR(
-      ReadSize(f, "max_position_embeddings", 1 << 20, &c.max_position_embeddings));
+      f.Size("max_position_embeddings", 1 << 20, &c.max_position_embeddings));
   if (f.Has("type_vocab_size")) {
-    ORCHID_RETURN_IF_ERROR(ReadSize(f, "type_vocab_size", 1 << 16, &c.type_vocab_size));
+    ORCHID_RETURN_IF_ERROR(f.Size("type_vocab_size", 1 << 16, &c.type_vocab_size));
   }
   if (c.hidden_size % c.num_attention_heads != 0) {
     return f.FieldError("num_attention_heads", fmt::format("({}) does not divide hidden_size ({})",

@@ -44,6 +44,15 @@ Status JsonFile::FieldError(std::string_view field, const std::string& message) 
   return Status::Corrupt(path_ + ": field \"" + std::string(field) + "\" " + message);
 }
 
+Status JsonFile::Size(std::string_view field, int64_t max, int* out) const {
+  ORCHID_ASSIGN_OR_RETURN(int64_t v, Int(field));
+  if (v <= 0 || v > max) {
+    return FieldError(field, "is " + std::to_string(v) + ", expected 1.." + std::to_string(max));
+  }
+  *out = int(v);
+  return Status::Ok();
+}
+
 Result<int64_t> JsonFile::Int(std::string_view field) const {
   if (Absent(field)) return FieldError(field, "is missing");
   simdjson::dom::element v = root_[field].value_unsafe();

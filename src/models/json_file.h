@@ -35,6 +35,8 @@ class JsonFile {
   Result<double> Number(std::string_view field, double fallback) const;
   Result<std::string> String(std::string_view field, const std::string& fallback) const;
   Result<bool> Bool(std::string_view field, bool fallback) const;
+  // A required positive integer no larger than `max` (model sizes), stored into *out.
+  Status Size(std::string_view field, int64_t max, int* out) const;
 
   // "PATH: field \"NAME\" MESSAGE", for callers' own checks.
   Status FieldError(std::string_view field, const std::string& message) const;

@@ -5,28 +5,15 @@
 #include "models/json_file.h"
 
 namespace orchid {
-namespace {
-
-Status ReadSize(const JsonFile& f, const char* field, int64_t max, int* out) {
-  ORCHID_ASSIGN_OR_RETURN(int64_t v, f.Int(field));
-  if (v <= 0 || v > max) {
-    return f.FieldError(field, fmt::format("is {}, expected 1..{}", v, max));
-  }
-  *out = int(v);
-  return Status::Ok();
-}
-
-}  // namespace
-
 Result<Qwen3Config> ReadQwen3Config(const std::string& path) {
   ORCHID_ASSIGN_OR_RETURN(JsonFile f, JsonFile::Read(path));
   Qwen3Config c;
-  ORCHID_RETURN_IF_ERROR(ReadSize(f, "vocab_size", 1 << 24, &c.vocab_size));
-  ORCHID_RETURN_IF_ERROR(ReadSize(f, "hidden_size", 1 << 16, &c.hidden_size));
-  ORCHID_RETURN_IF_ERROR(ReadSize(f, "num_hidden_layers", 1024, &c.num_hidden_layers));
-  ORCHID_RETURN_IF_ERROR(ReadSize(f, "num_attention_heads", 1024, &c.num_attention_heads));
+  ORCHID_RETURN_IF_ERROR(f.Size("vocab_size", 1 << 24, &c.vocab_size));
+  ORCHID_RETURN_IF_ERROR(f.Size("hidden_size", 1 << 16, &c.hidden_size));
+  ORCHID_RETURN_IF_ERROR(f.Size("num_hidden_layers", 1024, &c.num_hidden_layers));
+  ORCHID_RETURN_IF_ERROR(f.Size("num_attention_heads", 1024, &c.num_attention_heads));
   if (f.Has("num_key_value_heads")) {
-    ORCHID_RETURN_IF_ERROR(ReadSize(f, "num_key_value_heads", 1024, &c.num_key_value_heads));
+    ORCHID_RETURN_IF_ERROR(f.Size("num_key_value_heads", 1024, &c.num_key_value_heads));
   } else {
     c.num_key_value_heads = c.num_attention_heads;
   }
@@ -36,7 +23,7 @@ Result<Qwen3Config> ReadQwen3Config(const std::string& path) {
                                     c.num_key_value_heads, c.num_attention_heads));
   }
   if (f.Has("head_dim")) {
-    ORCHID_RETURN_IF_ERROR(ReadSize(f, "head_dim", 1024, &c.head_dim));
+    ORCHID_RETURN_IF_ERROR(f.Size("head_dim", 1024, &c.head_dim));
   } else {
     if (c.hidden_size % c.num_attention_heads != 0) {
       return f.FieldError("num_attention_heads", "does not divide hidden_size (and no head_dim)");
@@ -44,9 +31,9 @@ Result<Qwen3Config> ReadQwen3Config(const std::string& path) {
     c.head_dim = c.hidden_size / c.num_attention_heads;
   }
   if (c.head_dim % 2 != 0) return f.FieldError("head_dim", "must be even (rotary embedding)");
-  ORCHID_RETURN_IF_ERROR(ReadSize(f, "intermediate_size", 1 << 20, &c.intermediate_size));
+  ORCHID_RETURN_IF_ERROR(f.Size("intermediate_size", 1 << 20, &c.intermediate_size));
   ORCHID_RETURN_IF_ERROR(
-      ReadSize(f, "max_position_embeddings", 1 << 24, &c.max_position_embeddings));
+      f.Size("max_position_embeddings", 1 << 24, &c.max_position_embeddings));
   ORCHID_ASSIGN_OR_RETURN(double eps, f.Number("rms_norm_eps", 1e-6));
   if (!(eps > 0 && eps < 1)) return f.FieldError("rms_norm_eps", "must be in (0, 1)");
   c.rms_norm_eps = float(eps);
