@@ -5,6 +5,9 @@
 // --min-seconds are reached. Output: one JSON line per case with latency percentiles (ms),
 // embeddings/s, and the first sequence's embedding (so the driver can check fidelity against
 // the peer before trusting the timing). Driven by bench/run-cpu.sh.
+#include <simdjson.h>
+
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,9 +15,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <simdjson.h>
 
 #include "engine/cpu/cpu_engine.h"
 #include "models/model_loader.h"
@@ -38,13 +38,14 @@ double Percentile(std::vector<double> v, double q) {
 
 int main(int argc, char** argv) {
   CLI::App app{"orchid engine benchmark"};
-  std::string model_dir, ids_path, dtype = "float32";
+  std::string model_dir, ids_path, dtype = "float32", gemm = "packed";
   int threads = 0, warmup = 3, min_iters = 10;
   double min_seconds = 3.0;
   app.add_option("--model", model_dir, "model directory")->required();
   app.add_option("--ids", ids_path, "JSONL file of cases")->required();
   app.add_option("--threads", threads, "engine threads (0 = all cores)");
   app.add_option("--dtype", dtype, "linear layers: float32 or bfloat16");
+  app.add_option("--gemm", gemm, "float32 products: packed (orchid's kernel) or blas (OpenBLAS)");
   app.add_option("--warmup", warmup, "warm-up runs per case");
   app.add_option("--min-iters", min_iters, "minimum timed runs per case");
   app.add_option("--min-seconds", min_seconds, "minimum timed seconds per case");
@@ -78,8 +79,9 @@ int main(int argc, char** argv) {
   }
 
   orchid::LoadOptions load;
-  if (!orchid::ParseWeightType(dtype, &load.linear_weights)) {
-    std::fprintf(stderr, "--dtype must be float32 or bfloat16\n");
+  std::string error;
+  if (!orchid::ResolveWeightType(dtype, gemm, &load.linear_weights, &error)) {
+    std::fprintf(stderr, "%s\n", error.c_str());
     return 1;
   }
   auto model = orchid::LoadModel(model_dir, load);

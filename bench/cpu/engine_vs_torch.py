@@ -75,6 +75,15 @@ def percentiles(ms):
     return {q: float(np.percentile(a, p)) for q, p in (("p50", 50), ("p90", 90), ("p99", 99))} | {"max": float(a.max())}
 
 
+# orchid's engine variants: --dtype name -> orchid_engine_bench flags. "blas" is float32 with
+# every product on OpenBLAS instead of the packed kernel (--gemm blas).
+VARIANTS = {
+    "float32": ["--dtype", "float32"],
+    "bfloat16": ["--dtype", "bfloat16"],
+    "blas": ["--dtype", "float32", "--gemm", "blas"],
+}
+
+
 def run_orchid(bench_bin, model_dir, cases, threads, args, dtype="float32"):
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
         for c in cases:
@@ -82,7 +91,7 @@ def run_orchid(bench_bin, model_dir, cases, threads, args, dtype="float32"):
         path = f.name
     cmd = [bench_bin, "--model", model_dir, "--ids", path, "--threads", str(threads),
            "--warmup", str(args.warmup), "--min-iters", str(args.min_iters), "--min-seconds", str(args.min_seconds),
-           "--dtype", dtype]
+           *VARIANTS[dtype]]
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
     out = subprocess.check_output(cmd, text=True, env=env)
     os.unlink(path)
@@ -127,10 +136,13 @@ def main():
     ap.add_argument("--min-iters", type=int, default=20)
     ap.add_argument("--min-seconds", type=float, default=3.0)
     ap.add_argument("--dtypes", default="float32",
-                    help="orchid's --dtype values to run (PyTorch stays fp32): float32 and/or bfloat16")
+                    help="orchid variants to run (PyTorch stays fp32): float32, bfloat16 and/or blas "
+                         "(float32 on OpenBLAS, --gemm blas)")
     ap.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
     args = ap.parse_args()
     dtypes = args.dtypes.split(",")
+    if any(dt not in VARIANTS for dt in dtypes):
+        ap.error(f"--dtypes takes {', '.join(VARIANTS)}")
 
     cases = make_cases(args.model, [int(x) for x in args.lengths.split(",")], [int(x) for x in args.batches.split(",")])
     print(f"orchid engine vs sentence-transformers (PyTorch), {args.threads} threads", file=sys.stderr)
@@ -148,7 +160,7 @@ def main():
             name = c["name"] if dt == "float32" else f"{c['name']} ({dt})"
             rows.append((name, c["batch"], c["length"], o["p50_ms"], o["p99_ms"], o["emb_per_s"],
                          tp["p50"], tp["p99"], t_eps, tp["p50"] / o["p50_ms"], cos,
-                         0.99999 if dt == "float32" else 0.9998))
+                         0.9998 if dt == "bfloat16" else 0.99999))
             raw.append({"case": c["name"], "dtype": dt, "batch": c["batch"], "length": c["length"], "cosine": cos,
                         "orchid": {k: o[k] for k in ("iters", "p50_ms", "p90_ms", "p99_ms", "max_ms", "emb_per_s")},
                         "torch": {"iters": len(t["ms"]), **{k + "_ms": v for k, v in tp.items()}, "emb_per_s": t_eps}})
@@ -160,7 +172,8 @@ def main():
         f"- machine: {machine()}",
         f"- commit: {commit()}",
         f"- date: {date}",
-        f"- model: all-MiniLM-L6-v2; orchid --dtype {', '.join(dtypes)} (bfloat16: linear layers only), "
+        f"- model: all-MiniLM-L6-v2; orchid {', '.join(dtypes)} (bfloat16: linear layers only; "
+        "blas: float32 with the linear layers and attention on OpenBLAS, --gemm blas), "
         f"PyTorch fp32; threads: {args.threads} on both sides, torch {torch_version}",
         "- engine level: identical pre-tokenized batches (STS-B text cut to exact lengths), no HTTP, no tokenizer",
         f"- each case: {args.warmup} warm-up runs, then >= {args.min_iters} runs and >= {args.min_seconds} s; "

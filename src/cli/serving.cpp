@@ -1,13 +1,12 @@
 #include "cli/serving.h"
 
 #include <pthread.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <utility>
-
-#include <spdlog/spdlog.h>
 
 #include "engine/cpu/cpu_engine.h"
 #include "engine/cpu/vec_math.h"
@@ -74,6 +73,12 @@ void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* f) {
                   "inputs rounded to bfloat16, fp32 accumulation; about 2x faster where the CPU "
                   "has AVX512_BF16). The CUDA engine runs bfloat16 only.")
       ->check(CLI::IsMember({"float32", "bfloat16", "fp32", "bf16"}));
+  cmd->add_option("--gemm", f->gemm,
+                  "CPU engine, float32 products: packed (orchid's AVX2/AVX-512 kernel on "
+                  "weights packed at load), blas (OpenBLAS cblas_sgemm for the linear layers "
+                  "and attention, pieces spread over the engine threads), or auto (default: "
+                  "packed where the CPU has AVX2 or AVX-512, else blas)")
+      ->check(CLI::IsMember({"auto", "packed", "blas"}));
 }
 
 void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* f) {
@@ -115,18 +120,21 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
   ServingModel out;
   out.model.name = served_name.empty() ? DefaultModelName(dir) : served_name;
   if (flags.max_queued_tokens < flags.max_batch_tokens) {
-    return Status::InvalidArgument("--max-queued-tokens " +
-                                   std::to_string(flags.max_queued_tokens) +
-                                   " is smaller than --max-batch-tokens " +
-                                   std::to_string(flags.max_batch_tokens));
+    return Status::InvalidArgument(
+        "--max-queued-tokens " + std::to_string(flags.max_queued_tokens) +
+        " is smaller than --max-batch-tokens " + std::to_string(flags.max_batch_tokens));
   }
   WeightType dtype = WeightType::kFloat32;
-  if (!flags.dtype.empty() && !ParseWeightType(flags.dtype, &dtype)) {
-    return Status::InvalidArgument("--dtype must be float32 or bfloat16, not " + flags.dtype);
+  std::string why_not;
+  if (!ResolveWeightType(flags.dtype, flags.gemm, &dtype, &why_not)) {
+    return Status::InvalidArgument(why_not);
   }
   if (flags.device == "cuda" && !flags.dtype.empty() && dtype != WeightType::kBfloat16) {
     return Status::InvalidArgument("--dtype " + flags.dtype +
                                    " with --device cuda: the CUDA engine runs bfloat16 only");
+  }
+  if (flags.device == "cuda" && !flags.gemm.empty()) {
+    return Status::InvalidArgument("--gemm is for the CPU engine; the CUDA engine uses cuBLASLt");
   }
   if (flags.device == "cuda") {
 #if ORCHID_HAVE_CUDA
@@ -148,10 +156,11 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
     LoadOptions lo;
     lo.linear_weights = dtype;
     if (lo.linear_weights == WeightType::kBfloat16 && !simd::HasAvx512Bf16()) {
-      spdlog::warn("--dtype bfloat16: this CPU has no AVX512_BF16; the linear layers widen "
-                   "bfloat16 to fp32 ({}), which halves weight memory but is not faster than "
-                   "--dtype float32",
-                   simd::HasAvx512() ? "AVX-512 FMAs" : "scalar code, much slower");
+      spdlog::warn(
+          "--dtype bfloat16: this CPU has no AVX512_BF16; the linear layers widen "
+          "bfloat16 to fp32 ({}), which halves weight memory but is not faster than "
+          "--dtype float32",
+          simd::HasAvx512() ? "AVX-512 FMAs" : "scalar code, much slower");
     }
     auto model = LoadModel(dir, lo);
     if (!model.ok()) {

@@ -5,7 +5,6 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -31,14 +30,15 @@ struct SchedulerFlags {
   int max_batch_sequences = 0;
   int64_t max_queued_tokens = 1 << 20;
   int pipeline_depth = 2;
-  int threads = 0;  // engine compute threads; 0 = all cores
-  std::string device = "cpu";         // "cpu" | "cuda"
-  std::string cuda_graphs = "lazy";   // "off" | "lazy" | "eager-capture-all"
-  std::string dtype;                  // "" (the engine's own) | "float32" | "bfloat16"
+  int threads = 0;                   // engine compute threads; 0 = all cores
+  std::string device = "cpu";        // "cpu" | "cuda"
+  std::string cuda_graphs = "lazy";  // "off" | "lazy" | "eager-capture-all"
+  std::string dtype;                 // "" (the engine's own) | "float32" | "bfloat16"
+  std::string gemm;                  // "" (auto) | "auto" | "packed" | "blas"
 };
 
 // --max-batch-tokens, --max-batch-sequences, --max-queued-tokens, --pipeline-depth, --threads,
-// --device, --cuda-graphs, --dtype.
+// --device, --cuda-graphs, --dtype, --gemm.
 void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* flags);
 
 // What `serve` and `gateway` share: the HTTP front's flags.

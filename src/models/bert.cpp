@@ -10,8 +10,8 @@
 
 namespace orchid {
 Result<std::unique_ptr<BertModel>> BertModel::Create(const BertConfig& config,
-                                                     const SafetensorsFile& weights,
-                                                     ModelInfo info, WeightType linear_weights) {
+                                                     const SafetensorsFile& weights, ModelInfo info,
+                                                     WeightType linear_weights) {
   // The prefix is whatever precedes the word embeddings' name ("", "bert.", "roberta.", ...).
   const std::string anchor = "embeddings.word_embeddings.weight";
   const std::optional<std::string> prefix = FindWeightPrefix(weights, anchor);
@@ -45,8 +45,8 @@ Result<std::unique_ptr<BertModel>> BertModel::Create(const BertConfig& config,
     ORCHID_ASSIGN_OR_RETURN(qb, r.Read(p + "attention.self.query.bias", {H}));
     ORCHID_ASSIGN_OR_RETURN(kb, r.Read(p + "attention.self.key.bias", {H}));
     ORCHID_ASSIGN_OR_RETURN(vb, r.Read(p + "attention.self.value.bias", {H}));
-    l.qkv_weight = PackedWeight::Pack(Concat0({&q, &k, &v}).data(), int(3 * H), int(H),
-                                      linear_weights);
+    l.qkv_weight =
+        PackedWeight::Pack(Concat0({&q, &k, &v}).data(), int(3 * H), int(H), linear_weights);
     l.qkv_bias = Concat0({&qb, &kb, &vb});
     Tensor w;
     ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "attention.output.dense.weight", {H, H}));
@@ -65,6 +65,9 @@ Result<std::unique_ptr<BertModel>> BertModel::Create(const BertConfig& config,
   }
 
   const int64_t L = config.num_labels;
+  // The head stays fp32, on the same GEMM path as the encoder.
+  const WeightType head_weights =
+      linear_weights == WeightType::kBfloat16 ? WeightType::kFloat32 : linear_weights;
   switch (config.head) {
     case BertConfig::Head::kNone:
       break;
@@ -74,8 +77,8 @@ Result<std::unique_ptr<BertModel>> BertModel::Create(const BertConfig& config,
       ORCHID_ASSIGN_OR_RETURN(m->head_dense_bias_, r.Read("pooler.dense.bias", {H}));
       ORCHID_ASSIGN_OR_RETURN(o, r.ReadUnprefixed("classifier.weight", {L, H}));
       ORCHID_ASSIGN_OR_RETURN(m->head_out_bias_, r.ReadUnprefixed("classifier.bias", {L}));
-      m->head_dense_ = PackedWeight::Pack(w.data(), int(H), int(H));
-      m->head_out_ = PackedWeight::Pack(o.data(), int(L), int(H));
+      m->head_dense_ = PackedWeight::Pack(w.data(), int(H), int(H), head_weights);
+      m->head_out_ = PackedWeight::Pack(o.data(), int(L), int(H), head_weights);
       break;
     }
     case BertConfig::Head::kRobertaClassifier: {
@@ -83,10 +86,9 @@ Result<std::unique_ptr<BertModel>> BertModel::Create(const BertConfig& config,
       ORCHID_ASSIGN_OR_RETURN(w, r.ReadUnprefixed("classifier.dense.weight", {H, H}));
       ORCHID_ASSIGN_OR_RETURN(m->head_dense_bias_, r.ReadUnprefixed("classifier.dense.bias", {H}));
       ORCHID_ASSIGN_OR_RETURN(o, r.ReadUnprefixed("classifier.out_proj.weight", {L, H}));
-      ORCHID_ASSIGN_OR_RETURN(m->head_out_bias_,
-                              r.ReadUnprefixed("classifier.out_proj.bias", {L}));
-      m->head_dense_ = PackedWeight::Pack(w.data(), int(H), int(H));
-      m->head_out_ = PackedWeight::Pack(o.data(), int(L), int(H));
+      ORCHID_ASSIGN_OR_RETURN(m->head_out_bias_, r.ReadUnprefixed("classifier.out_proj.bias", {L}));
+      m->head_dense_ = PackedWeight::Pack(w.data(), int(H), int(H), head_weights);
+      m->head_out_ = PackedWeight::Pack(o.data(), int(L), int(H), head_weights);
       break;
     }
   }
@@ -110,10 +112,10 @@ Status BertModel::CheckInputs(const RaggedBatch& batch) const {
   for (size_t i = 0; i < batch.positions.size(); ++i) {
     const int32_t p = batch.positions[i];
     if (p < 0 || p >= config_.max_position_embeddings - config_.position_offset) {
-      return Status::OutOfRange("position " + std::to_string(p) + " is outside the model's " +
-                                std::to_string(config_.max_position_embeddings -
-                                               config_.position_offset) +
-                                " usable position embeddings");
+      return Status::OutOfRange(
+          "position " + std::to_string(p) + " is outside the model's " +
+          std::to_string(config_.max_position_embeddings - config_.position_offset) +
+          " usable position embeddings");
     }
   }
   for (size_t i = 0; i < batch.token_type_ids.size(); ++i) {
@@ -143,7 +145,8 @@ Status BertModel::Forward(const RaggedBatch& batch, float* hidden) {
   const int32_t* positions = batch.positions.data();
   if (config_.position_offset != 0) {
     shifted_positions_.resize(size_t(T));
-    for (int i = 0; i < T; ++i) shifted_positions_[size_t(i)] = positions[i] + config_.position_offset;
+    for (int i = 0; i < T; ++i)
+      shifted_positions_[size_t(i)] = positions[i] + config_.position_offset;
     positions = shifted_positions_.data();
   }
   EmbeddingLookup(pool, position_embeddings_.data(), H, positions, T, hidden, true);
@@ -156,7 +159,8 @@ Status BertModel::Forward(const RaggedBatch& batch, float* hidden) {
     Linear(pool, hidden, T, H, l.qkv_weight, l.qkv_bias.data(), qkv_.data(), 3 * H,
            LinearEpilogue::kNone);
     RaggedSelfAttention(pool, qkv_.data(), batch.cu_seqlens.data(), batch.num_sequences(), heads,
-                        H / heads, context_.data(), &scores_);
+                        H / heads, context_.data(), &scores_,
+                        l.qkv_weight.type() == WeightType::kFloat32Blas);
     Linear(pool, context_.data(), T, H, l.attn_out_weight, l.attn_out_bias.data(), hidden, H,
            LinearEpilogue::kAccumulate);
     LayerNorm(pool, hidden, T, H, l.attn_norm_gamma.data(), l.attn_norm_beta.data(), eps);

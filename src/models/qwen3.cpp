@@ -37,16 +37,16 @@ Result<std::unique_ptr<Qwen3Model>> Qwen3Model::Create(const Qwen3Config& config
     ORCHID_ASSIGN_OR_RETURN(q, r.Read(p + "self_attn.q_proj.weight", {Q, H}));
     ORCHID_ASSIGN_OR_RETURN(k, r.Read(p + "self_attn.k_proj.weight", {KV, H}));
     ORCHID_ASSIGN_OR_RETURN(v, r.Read(p + "self_attn.v_proj.weight", {KV, H}));
-    l.qkv_weight = PackedWeight::Pack(Concat0({&q, &k, &v}).data(), int(Q + 2 * KV), int(H),
-                                      linear_weights);
+    l.qkv_weight =
+        PackedWeight::Pack(Concat0({&q, &k, &v}).data(), int(Q + 2 * KV), int(H), linear_weights);
     ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "self_attn.o_proj.weight", {H, Q}));
     l.o_weight = PackedWeight::Pack(w.data(), int(H), int(Q), linear_weights);
     ORCHID_ASSIGN_OR_RETURN(l.q_norm, r.Read(p + "self_attn.q_norm.weight", {D}));
     ORCHID_ASSIGN_OR_RETURN(l.k_norm, r.Read(p + "self_attn.k_norm.weight", {D}));
     ORCHID_ASSIGN_OR_RETURN(g, r.Read(p + "mlp.gate_proj.weight", {I, H}));
     ORCHID_ASSIGN_OR_RETURN(u, r.Read(p + "mlp.up_proj.weight", {I, H}));
-    l.gate_up_weight = PackedWeight::Pack(Concat0({&g, &u}).data(), int(2 * I), int(H),
-                                          linear_weights);
+    l.gate_up_weight =
+        PackedWeight::Pack(Concat0({&g, &u}).data(), int(2 * I), int(H), linear_weights);
     ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "mlp.down_proj.weight", {H, I}));
     l.down_weight = PackedWeight::Pack(w.data(), int(H), int(I), linear_weights);
     ORCHID_ASSIGN_OR_RETURN(l.input_norm, r.Read(p + "input_layernorm.weight", {H}));
@@ -108,8 +108,9 @@ Status Qwen3Model::Forward(const RaggedBatch& batch, float* hidden) {
   act_.Reserve(size_t(T) * I);
 
   EmbeddingLookup(pool, embed_tokens_.data(), H, batch.token_ids.data(), T, hidden, false);
-  const AttentionShape shape{config_.num_attention_heads, config_.num_key_value_heads, D,
-                             config_.causal};
+  const AttentionShape shape{
+      config_.num_attention_heads, config_.num_key_value_heads, D, config_.causal,
+      !layers_.empty() && layers_[0].qkv_weight.type() == WeightType::kFloat32Blas};
   for (const Layer& l : layers_) {
     RmsNorm(pool, hidden, H, T, H, l.input_norm.data(), eps, x_.data(), H);
     Linear(pool, x_.data(), T, H, l.qkv_weight, nullptr, qkv_.data(), ld_qkv,
@@ -124,7 +125,8 @@ Status Qwen3Model::Forward(const RaggedBatch& batch, float* hidden) {
               config_.rope_theta);
     RaggedAttention(pool, qkv_.data(), batch.cu_seqlens.data(), batch.num_sequences(), shape,
                     context_.data(), &scores_);
-    Linear(pool, context_.data(), T, Q, l.o_weight, nullptr, hidden, H, LinearEpilogue::kAccumulate);
+    Linear(pool, context_.data(), T, Q, l.o_weight, nullptr, hidden, H,
+           LinearEpilogue::kAccumulate);
     RmsNorm(pool, hidden, H, T, H, l.post_attention_norm.data(), eps, x_.data(), H);
     Linear(pool, x_.data(), T, H, l.gate_up_weight, nullptr, gate_up_.data(), 2 * I,
            LinearEpilogue::kNone);

@@ -295,3 +295,16 @@ def test_serve_refuses_float32_on_cuda():
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
     assert "the CUDA engine runs bfloat16 only" in p.stdout + p.stderr, (p.stdout, p.stderr)
+
+
+def test_serve_refuses_bfloat16_on_blas():
+    """`--gemm blas` multiplies float32 only: with --dtype bfloat16 it is a start-up error."""
+    import subprocess
+
+    from support import ORCHID_BIN
+
+    p = subprocess.run([str(ORCHID_BIN), "serve", "--port", "0", "--model", str(ORCHID_MODEL),
+                        "--gemm", "blas", "--dtype", "bfloat16"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert "--gemm blas multiplies float32 only" in p.stdout + p.stderr, (p.stdout, p.stderr)

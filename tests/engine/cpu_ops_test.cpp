@@ -55,8 +55,8 @@ void ForEachIsa(F body) {
   struct Restore {
     ~Restore() { simd::LimitIsa(simd::Isa::kAvx512Bf16); }
   } restore;
-  for (simd::Isa isa : {simd::Isa::kScalar, simd::Isa::kAvx2, simd::Isa::kAvx512,
-                        simd::Isa::kAvx512Bf16}) {
+  for (simd::Isa isa :
+       {simd::Isa::kScalar, simd::Isa::kAvx2, simd::Isa::kAvx512, simd::Isa::kAvx512Bf16}) {
     SCOPED_TRACE(isa == simd::Isa::kScalar   ? "scalar"
                  : isa == simd::Isa::kAvx2   ? "avx2"
                  : isa == simd::Isa::kAvx512 ? "avx512"
@@ -178,33 +178,37 @@ TEST(CpuOpsTest, LinearAllEpiloguesAndSplits) {
         auto w = Random(size_t(n * k), 11);
         auto bias = Random(size_t(n), 12);
         auto y0 = Random(size_t(m * ldy), 13);
-        const PackedWeight packed = PackedWeight::Pack(w.data(), n, k);
-        EXPECT_EQ(packed.panels(), (n + 15) / 16);
-        for (auto ep :
-             {LinearEpilogue::kNone, LinearEpilogue::kGelu, LinearEpilogue::kAccumulate}) {
-          for (bool with_bias : {true, false}) {
-            ForEachPool([&](ThreadPool* pool) {
-              auto y = y0;
-              Linear(pool, x.data(), m, ldx, packed, with_bias ? bias.data() : nullptr, y.data(),
-                     ldy, ep);
-              for (int i = 0; i < m; ++i) {
-                for (int j = 0; j < ldy; ++j) {
-                  const size_t at = size_t(i * ldy + j);
-                  if (j >= n) {  // padding between rows is untouched
-                    ASSERT_EQ(y[at], y0[at]);
-                    continue;
+        for (WeightType type : {WeightType::kFloat32, WeightType::kFloat32Blas}) {
+          SCOPED_TRACE(WeightTypeName(type));
+          const PackedWeight packed = PackedWeight::Pack(w.data(), n, k, type);
+          EXPECT_EQ(packed.type(), type);
+          EXPECT_EQ(packed.panels(), (n + 15) / 16);
+          for (auto ep :
+               {LinearEpilogue::kNone, LinearEpilogue::kGelu, LinearEpilogue::kAccumulate}) {
+            for (bool with_bias : {true, false}) {
+              ForEachPool([&](ThreadPool* pool) {
+                auto y = y0;
+                Linear(pool, x.data(), m, ldx, packed, with_bias ? bias.data() : nullptr, y.data(),
+                       ldy, ep);
+                for (int i = 0; i < m; ++i) {
+                  for (int j = 0; j < ldy; ++j) {
+                    const size_t at = size_t(i * ldy + j);
+                    if (j >= n) {  // padding between rows is untouched
+                      ASSERT_EQ(y[at], y0[at]);
+                      continue;
+                    }
+                    double s = with_bias ? bias[size_t(j)] : 0.0;
+                    for (int p = 0; p < k; ++p)
+                      s += double(x[size_t(i * ldx + p)]) * w[size_t(j * k + p)];
+                    const double want = ep == LinearEpilogue::kGelu         ? GeluRef(s)
+                                        : ep == LinearEpilogue::kAccumulate ? s + y0[at]
+                                                                            : s;
+                    ASSERT_NEAR(y[at], want, 2e-5)
+                        << "m=" << m << " n=" << n << " i=" << i << " j=" << j;
                   }
-                  double s = with_bias ? bias[size_t(j)] : 0.0;
-                  for (int p = 0; p < k; ++p)
-                    s += double(x[size_t(i * ldx + p)]) * w[size_t(j * k + p)];
-                  const double want = ep == LinearEpilogue::kGelu         ? GeluRef(s)
-                                      : ep == LinearEpilogue::kAccumulate ? s + y0[at]
-                                                                          : s;
-                  ASSERT_NEAR(y[at], want, 2e-5)
-                      << "m=" << m << " n=" << n << " i=" << i << " j=" << j;
                 }
-              }
-            });
+              });
+            }
           }
         }
       }
@@ -212,12 +216,45 @@ TEST(CpuOpsTest, LinearAllEpiloguesAndSplits) {
   });
 }
 
+// --dtype / --gemm as the CLI resolves them.
+TEST(CpuOpsTest, ResolveWeightTypeFromFlags) {
+  WeightType t = WeightType::kBfloat16;
+  std::string err;
+  EXPECT_TRUE(ResolveWeightType("", "blas", &t, &err));
+  EXPECT_EQ(t, WeightType::kFloat32Blas);
+  EXPECT_TRUE(ResolveWeightType("float32", "packed", &t, &err));
+  EXPECT_EQ(t, WeightType::kFloat32);
+  EXPECT_TRUE(ResolveWeightType("bf16", "", &t, &err));
+  EXPECT_EQ(t, WeightType::kBfloat16);
+  EXPECT_FALSE(ResolveWeightType("bfloat16", "blas", &t, &err));
+  EXPECT_NE(err.find("float32 only"), std::string::npos) << err;
+  EXPECT_FALSE(ResolveWeightType("float16", "", &t, &err));
+  EXPECT_NE(err.find("--dtype"), std::string::npos) << err;
+  EXPECT_FALSE(ResolveWeightType("", "mkl", &t, &err));
+  EXPECT_NE(err.find("--gemm"), std::string::npos) << err;
+  // auto (the default): the packed kernel wherever it has SIMD tiles, BLAS on scalar-only CPUs.
+  struct Restore {
+    ~Restore() { simd::LimitIsa(simd::Isa::kAvx512Bf16); }
+  } restore;
+  simd::LimitIsa(simd::Isa::kScalar);
+  EXPECT_TRUE(ResolveWeightType("", "auto", &t, &err));
+  EXPECT_EQ(t, WeightType::kFloat32Blas);
+  EXPECT_TRUE(ResolveWeightType("bfloat16", "", &t, &err));
+  EXPECT_EQ(t, WeightType::kBfloat16);
+  EXPECT_TRUE(ResolveWeightType("", "packed", &t, &err));
+  EXPECT_EQ(t, WeightType::kFloat32);
+  simd::LimitIsa(simd::Isa::kAvx512Bf16);
+  EXPECT_TRUE(ResolveWeightType("float32", "", &t, &err));
+  EXPECT_EQ(
+      t, simd::HasAvx2Fma() || simd::HasAvx512() ? WeightType::kFloat32 : WeightType::kFloat32Blas);
+}
+
 TEST(CpuOpsTest, Bfloat16RoundsToNearestEven) {
   auto bits = [](float f) { return Bf16FromFloat(f); };
   EXPECT_EQ(bits(1.0f), 0x3f80);
   EXPECT_EQ(bits(-2.0f), 0xc000);
-  EXPECT_EQ(bits(1.0f + 0x1p-8f), 0x3f80);           // halfway: to the even 0x3f80
-  EXPECT_EQ(bits(1.0f + 3 * 0x1p-8f), 0x3f82);       // halfway: to the even 0x3f82
+  EXPECT_EQ(bits(1.0f + 0x1p-8f), 0x3f80);             // halfway: to the even 0x3f80
+  EXPECT_EQ(bits(1.0f + 3 * 0x1p-8f), 0x3f82);         // halfway: to the even 0x3f82
   EXPECT_EQ(bits(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);  // just above halfway
   EXPECT_EQ(bits(INFINITY), 0x7f80);
   EXPECT_EQ(bits(3.4028235e38f), 0x7f80);  // above the largest bfloat16: rounds to infinity
@@ -276,8 +313,8 @@ TEST(CpuOpsTest, LinearBfloat16MatchesRoundedReference) {
                 const double want = ep == LinearEpilogue::kGelu         ? GeluRef(s)
                                     : ep == LinearEpilogue::kAccumulate ? s + y0[at]
                                                                         : s;
-                ASSERT_NEAR(y[at], want, 2e-5) << "m=" << m << " n=" << n << " k=" << k
-                                               << " i=" << i << " j=" << j;
+                ASSERT_NEAR(y[at], want, 2e-5)
+                    << "m=" << m << " n=" << n << " k=" << k << " i=" << i << " j=" << j;
               }
             }
             // Row m-1 computed alone is bit-identical.
@@ -389,59 +426,65 @@ TEST(CpuOpsTest, RaggedSelfAttentionMatchesReference) {
     for (auto [heads, hd] : {std::pair{3, 8}, std::pair{2, 32}, std::pair{1, 5}}) {
       const int H = heads * hd;
       auto qkv = Random(size_t(T) * 3 * H, 40, -2, 2);
-      ForEachPool([&](ThreadPool* pool) {
-        std::vector<float> out(size_t(T) * H, -7.0f);
-        Buffer<float> scratch;
-        RaggedSelfAttention(pool, qkv.data(), cu.data(), int(lens.size()), heads, hd, out.data(),
-                            &scratch);
-        for (size_t s = 0; s < lens.size(); ++s) {
-          for (int h = 0; h < heads; ++h) {
-            for (int i = cu[s]; i < cu[s + 1]; ++i) {
-              std::vector<double> p;
-              double mx = -1e300, sum = 0;
-              for (int j = cu[s]; j < cu[s + 1]; ++j) {
-                double dot = 0;
-                for (int d = 0; d < hd; ++d) {
-                  dot += double(qkv[size_t(i) * 3 * H + size_t(h * hd + d)]) *
-                         qkv[size_t(j) * 3 * H + size_t(H + h * hd + d)];
-                }
-                p.push_back(dot / std::sqrt(double(hd)));
-                mx = std::max(mx, p.back());
-              }
-              for (auto& v : p) sum += (v = std::exp(v - mx));
-              for (int d = 0; d < hd; ++d) {
-                double o = 0;
+      for (bool blas : {false, true}) {
+        SCOPED_TRACE(blas ? "BLAS" : "packed");
+        ForEachPool([&](ThreadPool* pool) {
+          std::vector<float> out(size_t(T) * H, -7.0f);
+          Buffer<float> scratch;
+          RaggedSelfAttention(pool, qkv.data(), cu.data(), int(lens.size()), heads, hd, out.data(),
+                              &scratch, blas);
+          for (size_t s = 0; s < lens.size(); ++s) {
+            for (int h = 0; h < heads; ++h) {
+              for (int i = cu[s]; i < cu[s + 1]; ++i) {
+                std::vector<double> p;
+                double mx = -1e300, sum = 0;
                 for (int j = cu[s]; j < cu[s + 1]; ++j) {
-                  o += p[size_t(j - cu[s])] / sum *
-                       qkv[size_t(j) * 3 * H + size_t(2 * H + h * hd + d)];
+                  double dot = 0;
+                  for (int d = 0; d < hd; ++d) {
+                    dot += double(qkv[size_t(i) * 3 * H + size_t(h * hd + d)]) *
+                           qkv[size_t(j) * 3 * H + size_t(H + h * hd + d)];
+                  }
+                  p.push_back(dot / std::sqrt(double(hd)));
+                  mx = std::max(mx, p.back());
                 }
-                ASSERT_NEAR(out[size_t(i) * H + size_t(h * hd + d)], o, 1e-5)
-                    << "seq " << s << " head " << h << " token " << i;
+                for (auto& v : p) sum += (v = std::exp(v - mx));
+                for (int d = 0; d < hd; ++d) {
+                  double o = 0;
+                  for (int j = cu[s]; j < cu[s + 1]; ++j) {
+                    o += p[size_t(j - cu[s])] / sum *
+                         qkv[size_t(j) * 3 * H + size_t(2 * H + h * hd + d)];
+                  }
+                  ASSERT_NEAR(out[size_t(i) * H + size_t(h * hd + d)], o, 1e-5)
+                      << "seq " << s << " head " << h << " token " << i;
+                }
               }
             }
           }
-        }
-      });
+        });
+      }
     }
   });
 }
 
 // Grouped-query heads and causal masking (Qwen3): a plain reference per (sequence, head, token).
+// 70 tokens cross the causal path's 64-row blocks. Packed and BLAS products both.
 TEST(CpuOpsTest, RaggedAttentionCausalGroupedQueryMatchesReference) {
-  const std::vector<int32_t> lens = {1, 2, 17, 1, 40, 7};
+  const std::vector<int32_t> lens = {1, 2, 17, 1, 70, 7};
   std::vector<int32_t> cu = {0};
   for (int32_t l : lens) cu.push_back(cu.back() + l);
   const int T = cu.back();
-  for (bool causal : {true, false}) {
+  for (auto [causal, blas] : {std::pair{true, false}, std::pair{false, false},
+                              std::pair{true, true}, std::pair{false, true}}) {
     for (auto [heads, kv, hd] : {std::tuple{4, 2, 16}, std::tuple{6, 1, 8}, std::tuple{3, 3, 5}}) {
-      SCOPED_TRACE(::testing::Message() << "causal " << causal << " heads " << heads << " kv " << kv);
+      SCOPED_TRACE(::testing::Message() << "causal " << causal << " blas " << blas << " heads "
+                                        << heads << " kv " << kv);
       const int Q = heads * hd, KV = kv * hd, ld = Q + 2 * KV;
       auto qkv = Random(size_t(T) * size_t(ld), 41, -2, 2);
       ForEachPool([&](ThreadPool* pool) {
         std::vector<float> out(size_t(T) * size_t(Q), -7.0f);
         Buffer<float> scratch;
-        RaggedAttention(pool, qkv.data(), cu.data(), int(lens.size()), {heads, kv, hd, causal},
-                        out.data(), &scratch);
+        RaggedAttention(pool, qkv.data(), cu.data(), int(lens.size()),
+                        {heads, kv, hd, causal, blas}, out.data(), &scratch);
         for (size_t s = 0; s < lens.size(); ++s) {
           for (int h = 0; h < heads; ++h) {
             const int g = h / (heads / kv);
@@ -462,7 +505,8 @@ TEST(CpuOpsTest, RaggedAttentionCausalGroupedQueryMatchesReference) {
               for (int d = 0; d < hd; ++d) {
                 double o = 0;
                 for (int j = cu[s]; j <= last; ++j) {
-                  o += p[size_t(j - cu[s])] / sum * qkv[size_t(j) * ld + size_t(Q + KV + g * hd + d)];
+                  o += p[size_t(j - cu[s])] / sum *
+                       qkv[size_t(j) * ld + size_t(Q + KV + g * hd + d)];
                 }
                 ASSERT_NEAR(out[size_t(i) * Q + size_t(h * hd + d)], o, 1e-5)
                     << "seq " << s << " head " << h << " token " << i;

@@ -137,8 +137,8 @@ void CheckModel(const std::string& name, ModelTask task, Pooling pooling, bool c
   std::vector<size_t> first(all.rbegin(), all.rbegin() + long(all.size() / 2));
   std::vector<size_t> second(all.rbegin() + long(all.size() / 2), all.rend());
   double min_cos = 1.0, max_score_diff = 0.0;
-  for (const auto& batches : {std::vector<std::vector<size_t>>{all},
-                              std::vector<std::vector<size_t>>{first, second}}) {
+  for (const auto& batches :
+       {std::vector<std::vector<size_t>>{all}, std::vector<std::vector<size_t>>{first, second}}) {
     std::vector<double> got(c.ids.size());
     for (const auto& order : batches) {
       Embeddings e = Run(engine.get(), c, order);
@@ -213,6 +213,17 @@ TEST(ModelFamiliesTest, Bfloat16LinearLayersStayClose) {
   CheckModel("qwen3-embed", ModelTask::kEmbed, Pooling::kLastToken, true, t, bf16);
   CheckModel("qwen3-bidir", ModelTask::kEmbed, Pooling::kMean, false, t, bf16);
   CheckModel("qwen3-reranker", ModelTask::kScore, Pooling::kLastToken, true, t, bf16);
+}
+
+// --gemm blas on every family: OpenBLAS for the linear layers and attention, same fp32 bar.
+TEST(ModelFamiliesTest, BlasGemmPathMeetsTheFloat32Bar) {
+  const WeightType t = WeightType::kFloat32Blas;
+  CheckModel("xlmr-embed", ModelTask::kEmbed, Pooling::kMean, false, t);
+  CheckModel("bert-cross-encoder", ModelTask::kScore, Pooling::kCls, false, t);
+  CheckModel("xlmr-cross-encoder", ModelTask::kScore, Pooling::kCls, false, t);
+  CheckModel("qwen3-embed", ModelTask::kEmbed, Pooling::kLastToken, true, t);
+  CheckModel("qwen3-bidir", ModelTask::kEmbed, Pooling::kMean, false, t);
+  CheckModel("qwen3-reranker", ModelTask::kScore, Pooling::kLastToken, true, t);
 }
 
 // What the loader reads beyond the weights: activation, pair format, usable positions.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/cpu/gemm.h"
 #include "engine/cpu/packed_gemm.h"
 #include "engine/cpu/softmax.h"
 
@@ -39,6 +40,30 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
     const float* k = row + hidden + size_t(h / group) * head_dim;
     const float* v = row + hidden + kv_width + size_t(h / group) * head_dim;
     float* o = out + size_t(start) * hidden + size_t(h) * head_dim;
+    if (shape.blas) {
+      // The same products on BLAS, reading K and V in place; causal rows [r0, r1) multiply
+      // only keys [0, r1), their masked scores set to exact zeros as below.
+      constexpr int kRowBlock = 64;
+      const int block = causal ? kRowBlock : len;
+      for (int r0 = 0; r0 < len; r0 += block) {
+        const int r1 = std::min(len, r0 + block), keys = causal ? r1 : len;
+        float* s_rows = scores + size_t(r0) * len;
+        Gemm(false, true, r1 - r0, keys, head_dim, scale, q + size_t(r0) * ld_qkv, ld_qkv, k,
+             ld_qkv, 0.0f, s_rows, len);
+        if (causal) {
+          for (int i = r0; i < r1; ++i) {
+            float* r = scores + size_t(i) * len;
+            SoftmaxRows(r, 1, i + 1, len);
+            std::fill(r + i + 1, r + keys, 0.0f);
+          }
+        } else {
+          SoftmaxRows(s_rows, r1 - r0, keys, len);
+        }
+        Gemm(false, false, r1 - r0, head_dim, keys, 1.0f, s_rows, len, v, ld_qkv, 0.0f,
+             o + size_t(r0) * hidden, hidden);
+      }
+      return;
+    }
     // scores = Q K^T / sqrt(d): K's rows are the "weight" rows.
     PackRows(k, len, head_dim, ld_qkv, k_packed);
     PackColumns(v, head_dim, len, ld_qkv, v_packed);

@@ -2,7 +2,8 @@
 //
 // For every sequence s (tokens [cu[s], cu[s+1])) and head h, on the head's slices of the fused
 // QKV rows: out_h = softmax(Q_h K_h^T / sqrt(head_dim)) V_h. Bidirectional (encoders).
-// Both products run on packed_gemm.h (K and V packed per head into scratch). Work is spread
+// Both products run on packed_gemm.h (K and V packed per head into scratch), or on BLAS
+// straight from the QKV rows when the shape asks for it. Work is spread
 // over the pool by sequence when there are enough sequences, else by (sequence, head); each
 // thread has its own score matrix, so the scores take O(max_len^2) memory per thread.
 #pragma once
@@ -18,7 +19,8 @@ struct AttentionShape {
   int num_heads = 0;     // query heads
   int num_kv_heads = 0;  // key/value heads; divides num_heads (grouped-query attention)
   int head_dim = 0;
-  bool causal = false;   // token i attends to tokens 0..i of its sequence only
+  bool causal = false;  // token i attends to tokens 0..i of its sequence only
+  bool blas = false;    // both products on the BLAS library (gemm.h) instead of packed_gemm.h
 };
 
 // qkv: [num_tokens, (num_heads + 2 * num_kv_heads) * head_dim], each row [Q | K | V], heads
@@ -30,9 +32,9 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
 // Bidirectional multi-head attention (BERT): RaggedAttention with num_kv_heads == num_heads.
 inline void RaggedSelfAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqlens,
                                 int num_seqs, int num_heads, int head_dim, float* out,
-                                Buffer<float>* scratch) {
-  RaggedAttention(pool, qkv, cu_seqlens, num_seqs, {num_heads, num_heads, head_dim, false}, out,
-                  scratch);
+                                Buffer<float>* scratch, bool blas = false) {
+  RaggedAttention(pool, qkv, cu_seqlens, num_seqs, {num_heads, num_heads, head_dim, false, blas},
+                  out, scratch);
 }
 
 }  // namespace orchid

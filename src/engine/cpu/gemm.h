@@ -1,10 +1,11 @@
 // General GEMM on BLAS (cblas_sgemm), single-threaded (callers split work over ThreadPool, so
 // BLAS's own threads never compete with the ops for the cores).
 //
-// The BERT forward pass does not use it: linear layers and attention run on packed_gemm.h,
-// which was 2.5x faster than OpenBLAS at 16 rows and about as fast at 4096 (OpenBLAS
-// re-packs the weights on every call). It stays for one-off products with no operand worth
-// packing. On first use it also repairs OpenBLAS's CPU detection (see gemm.cpp).
+// By default the forward passes do not use it: linear layers and attention run on
+// packed_gemm.h, which was 2.5x faster than OpenBLAS at 16 rows and about as fast at 4096
+// (OpenBLAS re-packs the weights on every call). Models loaded with WeightType::kFloat32Blas
+// (`--gemm blas`) run every product here instead (linear.cpp, attention.cpp). On first use it
+// also repairs OpenBLAS's CPU detection (see gemm.cpp).
 #pragma once
 
 namespace orchid {
