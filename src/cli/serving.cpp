@@ -160,7 +160,9 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
           "--dtype bfloat16: this CPU has no AVX512_BF16; the linear layers widen "
           "bfloat16 to fp32 ({}), which halves weight memory but is not faster than "
           "--dtype float32",
-          simd::HasAvx512() ? "AVX-512 FMAs" : "scalar code, much slower");
+          simd::HasAvx512()    ? "AVX-512 FMAs"
+          : simd::HasAvx2Fma() ? "AVX2 FMAs"
+                               : "scalar code, much slower");
     }
     auto model = LoadModel(dir, lo);
     if (!model.ok()) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "engine/cpu/vec_math.h"
 
@@ -17,6 +18,24 @@ namespace orchid {
 namespace {
 
 constexpr int kPanel = kPanelWidth;
+
+// Rows [r0, r1) in tiles: tile(std::integral_constant<int, MB>{}, r) with MB = kMax while a
+// whole tile fits, then one tile of the rows left (1 .. kMax - 1). Each tile covers all of k,
+// so the call through the lambda costs nothing.
+template <int MB, typename F>
+inline void LastRowTile(int rest, int r, F& tile) {
+  if constexpr (MB > 0) {
+    if (rest == MB) return tile(std::integral_constant<int, MB>{}, r);
+    LastRowTile<MB - 1>(rest, r, tile);
+  }
+}
+
+template <int kMax, typename F>
+inline void RowTiles(int r0, int r1, F&& tile) {
+  int r = r0;
+  for (; r + kMax <= r1; r += kMax) tile(std::integral_constant<int, kMax>{}, r);
+  LastRowTile<kMax - 1>(r1 - r, r, tile);
+}
 
 struct Job {
   const float* x;
@@ -174,33 +193,7 @@ ORCHID_AVX512 void TilesAvx512(const Job& j, int r0, int r1, int p0, int p1) {
   // Panels outer: a group of 3 panels stays in L1/L2 while every row block uses it.
   for (int p = p0; p < p1; p += 3) {
     const int pb = std::min(3, p1 - p);
-    int r = r0;
-    for (; r + 8 <= r1; r += 8) PanelsAvx512<8>(j, r, p, pb);
-    switch (r1 - r) {
-      case 7:
-        PanelsAvx512<7>(j, r, p, pb);
-        break;
-      case 6:
-        PanelsAvx512<6>(j, r, p, pb);
-        break;
-      case 5:
-        PanelsAvx512<5>(j, r, p, pb);
-        break;
-      case 4:
-        PanelsAvx512<4>(j, r, p, pb);
-        break;
-      case 3:
-        PanelsAvx512<3>(j, r, p, pb);
-        break;
-      case 2:
-        PanelsAvx512<2>(j, r, p, pb);
-        break;
-      case 1:
-        PanelsAvx512<1>(j, r, p, pb);
-        break;
-      default:
-        break;
-    }
+    RowTiles<8>(r0, r1, [&](auto mb, int r) { PanelsAvx512<decltype(mb)::value>(j, r, p, pb); });
   }
 }
 
@@ -217,6 +210,27 @@ ORCHID_NO_SANITIZE ORCHID_AVX2 inline void StoreEightAvx2(float* y, __m256 acc, 
     v = simd::Gelu(v);
   }
   _mm256_maskstore_ps(y, mask, v);
+}
+
+// y = epilogue(alpha * sums + bias) for a tile's MB rows and panel p, columns past n left alone.
+template <int MB>
+ORCHID_NO_SANITIZE ORCHID_AVX2 inline void StoreTileAvx2(const float (&sums)[MB][kPanel], int n,
+                                                         float alpha_s, const float* bias,
+                                                         float* y0, int ldy, Epilogue epilogue,
+                                                         int r, int p) {
+  const int col = p * kPanel;
+  const int cols = std::min(kPanel, n - col);
+  const __m256 alpha = _mm256_set1_ps(alpha_s);
+  const __m256i mask0 = simd::TailMask(size_t(std::min(8, cols)));
+  const __m256 b0 = bias ? _mm256_maskload_ps(bias + col, mask0) : _mm256_setzero_ps();
+  const bool upper = cols > 8;
+  const __m256i mask1 = simd::TailMask(size_t(upper ? cols - 8 : 1));
+  const __m256 b1 = bias && upper ? _mm256_maskload_ps(bias + col + 8, mask1) : _mm256_setzero_ps();
+  for (int m = 0; m < MB; ++m) {
+    float* y = y0 + size_t(r + m) * ldy + col;
+    StoreEightAvx2(y, _mm256_load_ps(sums[m]), alpha, b0, mask0, epilogue);
+    if (upper) StoreEightAvx2(y + 8, _mm256_load_ps(sums[m] + 8), alpha, b1, mask1, epilogue);
+  }
 }
 
 // Tiles of at most 5 rows (10 accumulators), whose sums go out to memory right after the k
@@ -246,42 +260,12 @@ ORCHID_NO_SANITIZE ORCHID_AVX2 inline void TileAvx2(const Job& j, int r, int p) 
     _mm256_store_ps(sums[m], lo[m]);
     _mm256_store_ps(sums[m] + 8, hi[m]);
   }
-  const int col = p * kPanel;
-  const int cols = std::min(kPanel, j.w.n - col);
-  const __m256 alpha = _mm256_set1_ps(j.alpha);
-  const __m256i mask0 = simd::TailMask(size_t(std::min(8, cols)));
-  const __m256 b0 = j.bias ? _mm256_maskload_ps(j.bias + col, mask0) : _mm256_setzero_ps();
-  const bool upper = cols > 8;
-  const __m256i mask1 = simd::TailMask(size_t(upper ? cols - 8 : 1));
-  const __m256 b1 =
-      j.bias && upper ? _mm256_maskload_ps(j.bias + col + 8, mask1) : _mm256_setzero_ps();
-  for (int m = 0; m < MB; ++m) {
-    float* y = j.y + size_t(r + m) * j.ldy + col;
-    StoreEightAvx2(y, _mm256_load_ps(sums[m]), alpha, b0, mask0, j.epilogue);
-    if (upper) StoreEightAvx2(y + 8, _mm256_load_ps(sums[m] + 8), alpha, b1, mask1, j.epilogue);
-  }
+  StoreTileAvx2<MB>(sums, j.w.n, j.alpha, j.bias, j.y, j.ldy, j.epilogue, r, p);
 }
 
 ORCHID_AVX2 void TilesAvx2(const Job& j, int r0, int r1, int p0, int p1) {
   for (int p = p0; p < p1; ++p) {
-    int r = r0;
-    for (; r + 5 <= r1; r += 5) TileAvx2<5>(j, r, p);
-    switch (r1 - r) {
-      case 4:
-        TileAvx2<4>(j, r, p);
-        break;
-      case 3:
-        TileAvx2<3>(j, r, p);
-        break;
-      case 2:
-        TileAvx2<2>(j, r, p);
-        break;
-      case 1:
-        TileAvx2<1>(j, r, p);
-        break;
-      default:
-        break;
-    }
+    RowTiles<5>(r0, r1, [&](auto mb, int r) { TileAvx2<decltype(mb)::value>(j, r, p); });
   }
 }
 
@@ -344,6 +328,50 @@ ORCHID_NO_SANITIZE ORCHID_AVX512 inline void TileBf16Fma(const Bf16Job& j, int r
   StoreAvx512<MB, PB>(acc, j.w.n, 1.0f, j.bias, j.y, j.ldy, j.epilogue, r, p);
 }
 
+// ---- bfloat16 on AVX2: widened to fp32, two FMAs per pair, MB rows x 1 panel ---------------
+
+// As TileAvx2 (sums stored out after the k loop, MB <= 4 to leave registers for the four
+// widened weight vectors): the same products as TileBf16Fma, in the same order.
+template <int MB>
+ORCHID_NO_SANITIZE ORCHID_AVX2 inline void TileBf16Avx2(const Bf16Job& j, int r, int p) {
+  const int pairs = j.w.pairs();
+  const bf16* wp = j.w.panel(p);
+  const bf16* x = j.x + size_t(r) * j.ldx;
+  const __m256i high = _mm256_set1_epi32(int(0xffff0000u));
+  __m256 lo[MB], hi[MB];
+  for (int m = 0; m < MB; ++m) lo[m] = hi[m] = _mm256_setzero_ps();
+  for (int i = 0; i < pairs; ++i) {
+    const bf16* wi = wp + size_t(i) * 2 * kPanel;
+    const __m256i wa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wi));
+    const __m256i wb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wi + kPanel));
+    const __m256 even_lo = _mm256_castsi256_ps(_mm256_slli_epi32(wa, 16));
+    const __m256 odd_lo = _mm256_castsi256_ps(_mm256_and_si256(wa, high));
+    const __m256 even_hi = _mm256_castsi256_ps(_mm256_slli_epi32(wb, 16));
+    const __m256 odd_hi = _mm256_castsi256_ps(_mm256_and_si256(wb, high));
+    for (int m = 0; m < MB; ++m) {
+      const __m256i pair = _mm256_set1_epi32(int(LoadPair(x + size_t(m) * j.ldx + 2 * size_t(i))));
+      const __m256 x0 = _mm256_castsi256_ps(_mm256_slli_epi32(pair, 16));
+      const __m256 x1 = _mm256_castsi256_ps(_mm256_and_si256(pair, high));
+      lo[m] = _mm256_fmadd_ps(x1, odd_lo, lo[m]);
+      lo[m] = _mm256_fmadd_ps(x0, even_lo, lo[m]);
+      hi[m] = _mm256_fmadd_ps(x1, odd_hi, hi[m]);
+      hi[m] = _mm256_fmadd_ps(x0, even_hi, hi[m]);
+    }
+  }
+  alignas(32) float sums[MB][kPanel];
+  for (int m = 0; m < MB; ++m) {
+    _mm256_store_ps(sums[m], lo[m]);
+    _mm256_store_ps(sums[m] + 8, hi[m]);
+  }
+  StoreTileAvx2<MB>(sums, j.w.n, 1.0f, j.bias, j.y, j.ldy, j.epilogue, r, p);
+}
+
+ORCHID_AVX2 void TilesBf16Avx2(const Bf16Job& j, int r0, int r1, int p0, int p1) {
+  for (int p = p0; p < p1; ++p) {
+    RowTiles<4>(r0, r1, [&](auto mb, int r) { TileBf16Avx2<decltype(mb)::value>(j, r, p); });
+  }
+}
+
 template <int MB>
 ORCHID_AVX512BF16 void PanelsBf16Dot(const Bf16Job& j, int r, int p, int pb) {
   switch (pb) {
@@ -379,33 +407,8 @@ void TilesBf16(const Bf16Job& j, int r0, int r1, int p0, int p1) {
   constexpr int kGroup = kDot ? 3 : 2;
   for (int p = p0; p < p1; p += kGroup) {
     const int pb = std::min(kGroup, p1 - p);
-    int r = r0;
-    for (; r + 8 <= r1; r += 8) PanelsBf16<kDot, 8>(j, r, p, pb);
-    switch (r1 - r) {
-      case 7:
-        PanelsBf16<kDot, 7>(j, r, p, pb);
-        break;
-      case 6:
-        PanelsBf16<kDot, 6>(j, r, p, pb);
-        break;
-      case 5:
-        PanelsBf16<kDot, 5>(j, r, p, pb);
-        break;
-      case 4:
-        PanelsBf16<kDot, 4>(j, r, p, pb);
-        break;
-      case 3:
-        PanelsBf16<kDot, 3>(j, r, p, pb);
-        break;
-      case 2:
-        PanelsBf16<kDot, 2>(j, r, p, pb);
-        break;
-      case 1:
-        PanelsBf16<kDot, 1>(j, r, p, pb);
-        break;
-      default:
-        break;
-    }
+    RowTiles<8>(r0, r1,
+                [&](auto mb, int r) { PanelsBf16<kDot, decltype(mb)::value>(j, r, p, pb); });
   }
 }
 
@@ -454,6 +457,7 @@ void PackedGemmTilesBf16(const bf16* x, int ldx, Bf16PanelView w, const float* b
 #if ORCHID_HAVE_X86_SIMD
   if (simd::HasAvx512Bf16()) return TilesBf16<true>(j, r0, r1, p0, p1);
   if (simd::HasAvx512()) return TilesBf16<false>(j, r0, r1, p0, p1);
+  if (simd::HasAvx2Fma()) return TilesBf16Avx2(j, r0, r1, p0, p1);
 #endif
   TilesScalarBf16(j, r0, r1, p0, p1);
 }
