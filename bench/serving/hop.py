@@ -11,6 +11,8 @@ more than the hop itself.
   python3 bench/serving/hop.py [--requests 3000] [--length 16]
 
 Writes bench/results/hop-YYYYMMDD-HHMMSS.{json,md}. Target (issue 4): hop ≤ +200 µs at p50.
+With build/orchid_rtt_bench built, it also records the floor: a bare HTTP /health and gRPC Health
+round trip on the same machine, no engine behind them.
 """
 import argparse
 import datetime
@@ -82,6 +84,15 @@ def main():
             t = {name: call(name) for name in order}
             serve_us.append(t["serve"])
             gw_us.append(t["gateway"])
+        # The floor: what one bare round trip costs here with no engine behind it, HTTP (serve's
+        # /health) and gRPC (the worker's Health), from C++ clients. The hop adds one gRPC leg.
+        rtt = ORCHID.parent / "orchid_rtt_bench"
+        floor = None
+        if rtt.exists():
+            floor = json.loads(subprocess.run(
+                [str(rtt), "--http", f"127.0.0.1:{port}", "--grpc", f"127.0.0.1:{wport}",
+                 "--requests", str(min(args.requests, 2000))],
+                check=True, capture_output=True, text=True).stdout)
     finally:
         for p in reversed(procs):
             stop(p)
@@ -102,6 +113,8 @@ def main():
         "hop_us_median_of_paired_differences": statistics.median(paired),
         "hop_us_difference_of_medians": q(gw_us, 0.5) - q(serve_us, 0.5),
     }
+    if floor is not None:
+        res["floor_us"] = floor
     # The spread of the estimate: medians of the paired differences over ten slices in time.
     k = len(paired) // 10
     res["hop_us_per_tenth"] = [statistics.median(paired[i * k:(i + 1) * k]) for i in range(10)]
@@ -123,6 +136,13 @@ def main():
           f"(per tenth of the run: {', '.join(f'{v:+.0f}' for v in res['hop_us_per_tenth'])})",
           f"- hop, difference of medians: {res['hop_us_difference_of_medians']:+.0f} µs",
           "- target (issue 4): ≤ +200 µs"]
+    if floor is not None:
+        md += ["", "Floor, no engine (`orchid_rtt_bench`, C++ clients, one connection each, alternated, "
+               f"{floor['requests']} each):", "",
+               "| round trip | p50 µs | p90 µs | p99 µs |", "|---|---|---|---|",
+               *(f"| {n} | {floor[k]['p50']:.0f} | {floor[k]['p90']:.0f} | {floor[k]['p99']:.0f} |"
+                 for n, k in (("HTTP GET /health (serve)", "http_health_us"),
+                              ("gRPC Health (worker)", "grpc_health_us")))]
     base.with_suffix(".md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 
