@@ -55,10 +55,15 @@ unit-test: build fixtures
 
 asan-test: build-asan fixtures
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  $(BUILD_ASAN)/tests/orchid_unit_tests --gtest_brief=1
+	  tests/run-sharded.sh $(JOBS) $(BUILD_ASAN)/tests/orchid_unit_tests --gtest_brief=1
 
+# The tokenizer exactness comparisons (CPU-bound, independent) run JOBS at a time under
+# pytest-xdist; the serving tests, some of which measure behaviour under load, one at a time.
 e2e-test: build fixtures
-	ORCHID_BIN=$(BUILD)/orchid ORCHID_MODEL=$(MODEL) .venv/bin/python -m pytest -q tests/e2e
+	ORCHID_BIN=$(BUILD)/orchid ORCHID_MODEL=$(MODEL) .venv/bin/python -m pytest -q -n $(JOBS) \
+	  tests/e2e/test_tokenizer_*.py
+	ORCHID_BIN=$(BUILD)/orchid ORCHID_MODEL=$(MODEL) .venv/bin/python -m pytest -q tests/e2e \
+	  --ignore-glob='*/test_tokenizer_*.py'
 
 # Every fuzz target for FUZZ_SECONDS each, from the committed seeds in tests/fuzz/corpus.
 fuzz-test: build-fuzz model

@@ -4,9 +4,6 @@ import pytest
 
 from support import MODEL_NAME, OrchidServer
 
-_REPORT = pytest.StashKey[list]()
-
-
 @pytest.fixture(scope="session")
 def server():
     """One server for the whole session; its clean shutdown (exit code 0) is checked at the end."""
@@ -21,19 +18,36 @@ def model_name():
     return MODEL_NAME
 
 
+class _Report(list):
+    """A test's report lines. They travel with the test's result (user_properties), so that the
+    lines of tests run in pytest-xdist workers reach the summary too."""
+
+    def __init__(self, node):
+        super().__init__()
+        self._node = node
+
+    def append(self, item):
+        super().append(item)
+        self._node.user_properties.append((_PROPERTY, tuple(item)))
+
+
+_PROPERTY = "orchid_e2e_number"
+_LINES = []  # (label, text), in the order the results arrived
+
+
 @pytest.fixture
 def report(request):
     """Append (label, text) pairs; they are printed in an "orchid e2e numbers" summary section."""
-    return request.config.stash[_REPORT]
+    return _Report(request.node)
 
 
-def pytest_configure(config):
-    config.stash[_REPORT] = []
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        _LINES.extend(value for name, value in report.user_properties if name == _PROPERTY)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    lines = config.stash.get(_REPORT, [])
-    if lines:
+    if _LINES:
         terminalreporter.section("orchid e2e numbers")
-        for label, text in lines:
+        for label, text in _LINES:
             terminalreporter.write_line(f"{label}: {text}")

@@ -17,8 +17,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "fixtures" / "tokenizer"))
-from compare import (TOKENIZERS_DIR, codepoint_sweep, compare, compare_offsets, reference_tokenizer,  # noqa: E402
-                     run_orchid, stsb_sentences)
+from compare import (TOKENIZERS_DIR, check_ids, codepoint_sweep, compare_offsets,  # noqa: E402
+                     stsb_sentences)
 from edge_cases import edge_cases, more_edge_cases  # noqa: E402
 
 import tokenizers  # noqa: E402  (a hard dependency: a missing reference must fail, not skip)
@@ -40,11 +40,8 @@ def subset(corpus):
     return corpus[:-len(edges):7] + edges
 
 
-def check(request, name, texts, *args, truncation=None, add_special_tokens=True, ensure_ascii=False):
-    ref_tok = reference_tokenizer(tokenizers, GEMMA3, truncation)
-    ref = [e.ids for e in ref_tok.encode_batch(texts, add_special_tokens=add_special_tokens)]
-    ours = run_orchid(ORCHID_BIN, GEMMA3, texts, *args, ensure_ascii=ensure_ascii)
-    compare(request, name, texts, ours, ref, ref_tok, tokenizers.__version__)
+def check(request, name, texts, *args, **kwargs):
+    check_ids(request, name, ORCHID_BIN, tokenizers, GEMMA3, texts, *args, **kwargs)
 
 
 def test_gemma3_stsb_and_edge_cases_exact(request, corpus):
@@ -67,4 +64,4 @@ def test_gemma3_every_codepoint_exact(request):
 
 
 def test_gemma3_offsets_exact(request, subset):
-    compare_offsets(request, "gemma3: stsb/7+edge, byte offsets", ORCHID_BIN, tokenizers, GEMMA3, subset)
+    compare_offsets(request, "gemma3: stsb/7+edge", ORCHID_BIN, tokenizers, GEMMA3, subset)

@@ -22,8 +22,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "fixtures" / "tokenizer"))
-from compare import (codepoint_sweep, compare, compare_offsets, reference_tokenizer, run_orchid,  # noqa: E402
-                     stsb_sentences)
+from compare import check_ids, codepoint_sweep, compare_offsets, stsb_sentences  # noqa: E402
 from edge_cases import edge_cases, more_edge_cases  # noqa: E402
 
 import tokenizers  # noqa: E402  (a hard dependency: a missing reference must fail, not skip)
@@ -44,11 +43,8 @@ def subset(corpus):
     return corpus[:-len(edges):7] + edges
 
 
-def check(request, name, path, texts, *args, truncation=None, add_special_tokens=True, ensure_ascii=False):
-    ref_tok = reference_tokenizer(tokenizers, path, truncation)
-    ref = [e.ids for e in ref_tok.encode_batch(texts, add_special_tokens=add_special_tokens)]
-    ours = run_orchid(ORCHID_BIN, path, texts, *args, ensure_ascii=ensure_ascii)
-    compare(request, name, texts, ours, ref, ref_tok, tokenizers.__version__)
+def check(request, name, path, texts, *args, **kwargs):
+    check_ids(request, name, ORCHID_BIN, tokenizers, path, texts, *args, **kwargs)
 
 
 def test_unigram_stsb_and_edge_cases_exact(request, corpus):
@@ -97,4 +93,4 @@ def test_unigram_variants_exact(request, subset, tmp_path, name):
 
 
 def test_unigram_offsets_exact(request, subset):
-    compare_offsets(request, "unigram: stsb/7+edge, byte offsets", ORCHID_BIN, tokenizers, UNIGRAM, subset)
+    compare_offsets(request, "unigram: stsb/7+edge", ORCHID_BIN, tokenizers, UNIGRAM, subset)

@@ -17,22 +17,32 @@ fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 mkdir -p "$BUILD_DIR/fuzz/artifacts"
-failed=()
-for t in "${TARGETS[@]}"; do
-  bin="$BUILD_DIR/fuzz/$t"
-  scratch="$BUILD_DIR/fuzz/corpus/$t"
+# Targets run FUZZ_JOBS at a time (default: one per core); each is single-threaded.
+JOBS_MAX=${FUZZ_JOBS:-$(nproc)}
+
+run_one() {
+  local t=$1 bin="$BUILD_DIR/fuzz/$1" scratch="$BUILD_DIR/fuzz/corpus/$1" dict=()
   mkdir -p "$scratch"
-  dict=()
   case "$t" in
     tokenizer_json_fuzz|embeddings_request_fuzz|config_fuzz|safetensors_fuzz) dict=(-dict=tests/fuzz/json.dict) ;;
   esac
-  log="$BUILD_DIR/fuzz/$t.log"
+  "$bin" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=30 -print_final_stats=1 \
+    -artifact_prefix="$BUILD_DIR/fuzz/artifacts/$t-" "${dict[@]}" \
+    "$scratch" "tests/fuzz/corpus/$t" >"$BUILD_DIR/fuzz/$t.log" 2>&1
+}
+
+declare -A pid_of
+for t in "${TARGETS[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS_MAX" ]; do wait -n || true; done
   echo "fuzz: $t for ${SECONDS_PER_TARGET}s"
-  if "$bin" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=30 -print_final_stats=1 \
-      -artifact_prefix="$BUILD_DIR/fuzz/artifacts/$t-" "${dict[@]}" \
-      "$scratch" "tests/fuzz/corpus/$t" >"$log" 2>&1; then
-    grep -E '^stat::number_of_executed_units|^stat::new_units_added' "$log" | tr '\n' ' ' | sed 's/^/  /'
-    echo
+  run_one "$t" &
+  pid_of[$t]=$!
+done
+failed=()
+for t in "${TARGETS[@]}"; do
+  log="$BUILD_DIR/fuzz/$t.log"
+  if wait "${pid_of[$t]}"; then
+    echo "fuzz: $t: $(grep -E '^stat::number_of_executed_units|^stat::new_units_added' "$log" | tr '\n' ' ')"
   else
     echo "fuzz: $t FAILED (log: $log)"
     tail -40 "$log"
