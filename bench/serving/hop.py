@@ -86,11 +86,14 @@ def main():
             gw_us.append(t["gateway"])
         # The floor: what one bare round trip costs here with no engine behind it, HTTP (serve's
         # /health) and gRPC (the worker's Health), from C++ clients. The hop adds one gRPC leg.
+        # In the same rotation, the same request to serve, to the worker's Embed over gRPC, and
+        # to the gateway: the hop split into the gRPC leg and the gateway's own part.
         rtt = ORCHID.parent / "orchid_rtt_bench"
         floor = None
         if rtt.exists():
             floor = json.loads(subprocess.run(
                 [str(rtt), "--http", f"127.0.0.1:{port}", "--grpc", f"127.0.0.1:{wport}",
+                 "--gateway", f"127.0.0.1:{gport}", "--length", str(args.length),
                  "--requests", str(min(args.requests, 2000))],
                 check=True, capture_output=True, text=True).stdout)
     finally:
@@ -137,12 +140,20 @@ def main():
           f"- hop, difference of medians: {res['hop_us_difference_of_medians']:+.0f} µs",
           "- target (issue 4): ≤ +200 µs"]
     if floor is not None:
-        md += ["", "Floor, no engine (`orchid_rtt_bench`, C++ clients, one connection each, alternated, "
-               f"{floor['requests']} each):", "",
+        md += ["", "Round trips from C++ clients (`orchid_rtt_bench`, one connection each, the five kinds "
+               f"in rotation, {floor['requests']} each); the first two have no engine behind them:", "",
                "| round trip | p50 µs | p90 µs | p99 µs |", "|---|---|---|---|",
                *(f"| {n} | {floor[k]['p50']:.0f} | {floor[k]['p90']:.0f} | {floor[k]['p99']:.0f} |"
                  for n, k in (("HTTP GET /health (serve)", "http_health_us"),
-                              ("gRPC Health (worker)", "grpc_health_us")))]
+                              ("gRPC Health (worker)", "grpc_health_us"),
+                              ("POST /v1/embeddings (serve)", "serve_embed_us"),
+                              ("gRPC Embed (worker, no gateway)", "worker_embed_grpc_us"),
+                              ("POST /v1/embeddings (gateway + worker)", "gateway_embed_us")))]
+        md += ["", "Medians of the per-round differences (C++ client): gateway − serve "
+               f"{floor['gateway_minus_serve_us']:+.0f} µs; worker gRPC Embed − serve "
+               f"{floor['worker_grpc_minus_serve_us']:+.0f} µs; gateway − worker gRPC Embed "
+               f"{floor['gateway_minus_worker_grpc_us']:+.0f} µs (what the gateway adds on top of a "
+               "direct gRPC call: its HTTP side plus its gRPC client)."]
     base.with_suffix(".md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 
