@@ -1,13 +1,12 @@
 #include "gateway/embedding_service.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <utility>
+
+#include "gateway/parallel_slices.h"
 
 namespace orchid {
 namespace {
@@ -150,48 +149,7 @@ std::optional<ApiError> EmbeddingService::Tokenize(EmbeddingsRequest* request,
     }
     return std::nullopt;
   };
-  const size_t slices = std::min(size_t(parallelism_), n / kMinInputsPerSlice);
-  if (slices <= 1) return encode_range(0, n, tokens);
-
-  // Parallel across the inputs of one request: slices of inputs are offered to the pool, and
-  // this thread takes every slice no pool thread has claimed yet, so the request never waits
-  // on a pool that is busy with other requests (it only waits for slices already running).
-  struct Slice {
-    std::atomic<bool> claimed{false};
-    std::optional<ApiError> error;
-    int64_t tokens = 0;
-  };
-  struct Shared {
-    explicit Shared(size_t k) : slices(k) {}
-    std::vector<Slice> slices;
-    std::mutex mu;
-    std::condition_variable cv;
-    size_t finished = 0;
-  };
-  auto shared = std::make_shared<Shared>(slices);
-  // Claims slice k and encodes it; only the winner of the claim touches this frame, and this
-  // frame does not return before every claimed slice has finished.
-  using RangeFn = decltype(encode_range);
-  auto run = [n, slices](Shared& sh, RangeFn& range, size_t k) {
-    if (sh.slices[k].claimed.exchange(true)) return;
-    sh.slices[k].error = range(n * k / slices, n * (k + 1) / slices, &sh.slices[k].tokens);
-    std::lock_guard<std::mutex> lock(sh.mu);
-    ++sh.finished;
-    sh.cv.notify_all();
-  };
-  for (size_t k = 1; k < slices; ++k) {
-    completions_([shared, range = &encode_range, run, k] { run(*shared, *range, k); });
-  }
-  for (size_t k = 0; k < slices; ++k) run(*shared, encode_range, k);
-  {
-    std::unique_lock<std::mutex> lock(shared->mu);
-    shared->cv.wait(lock, [&] { return shared->finished == slices; });
-  }
-  for (Slice& sl : shared->slices) {
-    if (sl.error) return std::move(sl.error);  // the lowest failing input's slice first
-    *tokens += sl.tokens;
-  }
-  return std::nullopt;
+  return RunSlices(completions_, parallelism_, n, kMinInputsPerSlice, encode_range, tokens);
 }
 
 void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(EmbeddingReply)> done) {

@@ -36,7 +36,8 @@ struct Gateway::Impl {
           m.tokenizer, m.backend, m.name, completions, options.metrics, options.worker_threads));
       embed_services.back()->SetPrompts(m.prompts, m.default_prompt);
       score_services.push_back(
-          std::make_unique<ScoreService>(m.tokenizer, m.backend, m.name, completions));
+          std::make_unique<ScoreService>(m.tokenizer, m.backend, m.name, completions,
+                                         options.worker_threads));
       routed.push_back(RoutedModel{embed_services.back().get(), score_services.back().get()});
     }
     return routed;

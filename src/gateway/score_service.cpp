@@ -1,8 +1,12 @@
 #include "gateway/score_service.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <utility>
+
+#include "gateway/parallel_slices.h"
 
 namespace orchid {
 namespace {
@@ -32,11 +36,12 @@ ApiError FromTokenizer(const Status& st, const std::string& param) {
 }  // namespace
 
 ScoreService::ScoreService(const Tokenizer* tokenizer, EmbedBackend* backend,
-                           std::string served_model_name, Executor completions)
+                           std::string served_model_name, Executor completions, int parallelism)
     : tokenizer_(tokenizer),
       backend_(backend),
       model_name_(std::move(served_model_name)),
-      completions_(std::move(completions)) {
+      completions_(std::move(completions)),
+      parallelism_(std::max(1, parallelism)) {
   const ModelInfo& info = backend_->model_info();
   max_seq_length_ = info.max_seq_length > 0 ? info.max_seq_length : info.max_position_embeddings;
   if (info.task == ModelTask::kScore && info.pair_format == PairFormat::kQwen3RerankerChat) {
@@ -119,28 +124,33 @@ void ScoreService::Score(ScoreRequest request, std::function<void(ScoreReply)> d
   job.pooling = info.default_pooling;
   job.normalize = false;
   job.sequences.resize(n);
-  bool typed = false;
-  std::vector<std::vector<int32_t>> types(n);
+  std::vector<std::vector<int32_t>> types(n);  // empty where all are 0
   int64_t tokens = 0;
-  Encoding encoding;
-  for (size_t i = 0; i < n; ++i) {
-    if (auto err = EncodePair(request, i, &encoding)) return fail(std::move(*err));
-    if (encoding.ids.empty()) {
-      return fail(
-          ApiError::InvalidRequest(Param(request, i) + " has no tokens", Param(request, i)));
-    }
-    tokens += int64_t(encoding.ids.size());
-    job.sequences[i] = std::move(encoding.ids);
-    for (int32_t t : encoding.type_ids) {
-      if (t != 0) {
-        typed = true;
+  // Pairs [begin, end) into job.sequences / types; the first failing pair's error.
+  auto encode_range = [&](size_t begin, size_t end, int64_t* count) -> std::optional<ApiError> {
+    Encoding encoding;
+    for (size_t i = begin; i < end; ++i) {
+      encoding.clear();
+      if (auto err = EncodePair(request, i, &encoding)) return err;
+      if (encoding.ids.empty()) {
+        return ApiError::InvalidRequest(Param(request, i) + " has no tokens", Param(request, i));
+      }
+      *count += int64_t(encoding.ids.size());
+      job.sequences[i] = std::move(encoding.ids);
+      if (std::any_of(encoding.type_ids.begin(), encoding.type_ids.end(),
+                      [](int32_t t) { return t != 0; })) {
         types[i] = std::move(encoding.type_ids);
-        break;
       }
     }
-    encoding.clear();
+    return std::nullopt;
+  };
+  if (auto err =
+          RunSlices(completions_, parallelism_, n, kMinPairsPerSlice, encode_range, &tokens)) {
+    return fail(std::move(*err));
   }
-  if (typed) job.token_type_ids = std::move(types);
+  if (std::any_of(types.begin(), types.end(), [](const auto& t) { return !t.empty(); })) {
+    job.token_type_ids = std::move(types);
+  }
 
   const bool raw = request.raw_scores || info.score_activation == ScoreActivation::kIdentity;
   auto shared_done = std::make_shared<std::function<void(ScoreReply)>>(std::move(done));

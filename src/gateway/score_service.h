@@ -52,9 +52,10 @@ inline constexpr const char* kQwen3RerankerDefaultInstruction =
 class ScoreService {
  public:
   // The tokenizer and backend must outlive the service. `completions` runs the second half of
-  // each request (after the engine) off the backend's threads.
+  // each request (after the engine) off the backend's threads. Requests with many pairs are
+  // tokenized in up to `parallelism` slices at once, on the calling thread and `completions`.
   ScoreService(const Tokenizer* tokenizer, EmbedBackend* backend, std::string served_model_name,
-               Executor completions);
+               Executor completions, int parallelism = 1);
 
   const std::string& model_name() const { return model_name_; }
   // False for embedding models: every request is then refused with a 400 naming the model.
@@ -69,10 +70,13 @@ class ScoreService {
   std::optional<ApiError> EncodePair(const ScoreRequest& request, size_t i, Encoding* out) const;
 
  private:
+  // Pairs are up to a model's whole input (hundreds of tokens): a few make a slice worth it.
+  static constexpr size_t kMinPairsPerSlice = 4;
   const Tokenizer* tokenizer_;
   EmbedBackend* backend_;
   std::string model_name_;
   Executor completions_;
+  int parallelism_ = 1;
   int max_seq_length_ = 0;
   // Qwen3-Reranker: the template's fixed token ids (empty for other formats).
   std::vector<int32_t> prefix_ids_;

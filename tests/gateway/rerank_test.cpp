@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <cmath>
 #include <future>
 #include <map>
@@ -29,11 +31,17 @@ float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 // The fake scorer's logit for (one-word query, doc of `words` words): [CLS] q [SEP] d.. [SEP].
 float PairLogit(int words) { return FakeEngine::ScorerLogit(4 + words, words + 1); }
 
+std::unique_ptr<FakeEngine> MakeScorerEngine() {
+  auto e = std::make_unique<FakeEngine>(true, 1000, kMaxLen);
+  e->MakeScorer();
+  return e;
+}
+
 class RerankTest : public ::testing::Test {
  protected:
   RerankTest()
       : embed_engine_(true, 1000, kMaxLen),
-        score_engine_(MakeScorer()),
+        score_engine_(MakeScorerEngine()),
         embed_scheduler_(&embed_engine_, TokenBudgetSchedulerOptions{64, 1 << 16, 2}),
         score_scheduler_(score_engine_.get(), TokenBudgetSchedulerOptions{64, 1 << 16, 2}),
         embed_backend_(&embed_scheduler_),
@@ -44,12 +52,6 @@ class RerankTest : public ::testing::Test {
         reranker_(&tokenizer_, &score_backend_, "rerank-model", [](Task t) { t(); }),
         router_(
             std::vector<RoutedModel>{{&embed_, &embed_score_}, {&reranker_embed_, &reranker_}}) {}
-
-  static std::unique_ptr<FakeEngine> MakeScorer() {
-    auto e = std::make_unique<FakeEngine>(true, 1000, kMaxLen);
-    e->MakeScorer();
-    return e;
-  }
 
   HttpResponse Call(std::string method, std::string target, std::string body = {}) {
     std::promise<HttpResponse> p;
@@ -321,6 +323,52 @@ TEST(ScoreServiceTest, Qwen3RerankerChatTemplate) {
   ASSERT_EQ(reply.scores.size(), 2u);
   EXPECT_NEAR(reply.scores[0], Sigmoid(FakeEngine::ScorerLogit(int(want.size()), 0)), 1e-6);
   EXPECT_GT(reply.scores[1], reply.scores[0]);
+}
+
+// A request with many pairs is tokenized in slices on a real pool: scores (which depend on each
+// pair's length and token types) stay in input order, and the first failing pair is the one
+// reported, however the slices interleave.
+TEST(ScoreServiceTest, ParallelTokenizationKeepsOrderTypesAndFirstError) {
+  FakeTokenizer tokenizer;
+  std::unique_ptr<FakeEngine> engine = MakeScorerEngine();
+  TokenBudgetScheduler scheduler(engine.get(), TokenBudgetSchedulerOptions{4096, 1 << 20, 2});
+  LocalBackend backend(&scheduler);
+  boost::asio::thread_pool pool(3);
+  ScoreService service(
+      &tokenizer, &backend, "rerank-model",
+      [&pool](Task t) { boost::asio::post(pool, std::move(t)); },
+      /*parallelism=*/4);
+  auto call = [&service](ScoreRequest r) {
+    std::promise<ScoreReply> p;
+    auto f = p.get_future();
+    service.Score(std::move(r), [&p](ScoreReply reply) { p.set_value(std::move(reply)); });
+    return f.get();
+  };
+  for (int round = 0; round < 20; ++round) {
+    ScoreRequest r;
+    r.queries = {"q"};
+    for (int i = 0; i < 200; ++i) {
+      std::string doc;  // 1 + i % 5 words
+      for (int w = 0; w <= i % 5; ++w) doc.append(1, 'w').append(std::to_string(i)).append(1, ' ');
+      r.documents.push_back(doc);
+    }
+    ScoreReply reply = call(std::move(r));
+    ASSERT_FALSE(reply.error) << reply.error->message;
+    ASSERT_EQ(reply.scores.size(), 200u);
+    for (int i = 0; i < 200; ++i) {
+      ASSERT_NEAR(reply.scores[size_t(i)], Sigmoid(PairLogit(1 + i % 5)), 1e-6) << i;
+    }
+    ScoreRequest bad;
+    bad.queries = {"q"};
+    for (int i = 0; i < 200; ++i) {
+      bad.documents.push_back(i == 70 || i == 150 ? std::string("bad \xff")
+                                                  : "ok " + std::to_string(i));
+    }
+    ScoreReply err = call(std::move(bad));
+    ASSERT_TRUE(err.error);
+    EXPECT_EQ(err.error->param, "documents[70]");
+  }
+  pool.join();
 }
 
 }  // namespace
