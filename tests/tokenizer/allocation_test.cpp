@@ -23,6 +23,11 @@ void* CountedAlloc(std::size_t n) {
 }
 }  // namespace
 
+// These replace the global allocation functions with malloc/free. Once simdjson's new[] and
+// this free() are inlined into one function, GCC (at -O1) takes them for a mismatched pair.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 void* operator new(std::size_t n) { return CountedAlloc(n); }
 void* operator new[](std::size_t n) { return CountedAlloc(n); }
 void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
