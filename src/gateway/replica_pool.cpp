@@ -417,7 +417,11 @@ struct ReplicaPool::Impl {
       std::lock_guard<std::mutex> lock(mu);
       return cancelling;
     }();
-    if (s.error_code() == grpc::StatusCode::UNAVAILABLE && !stopping_now) {
+    // CANCELLED is never ours unless the pool is stopping (its only TryCancel): it is the
+    // worker's side, e.g. a call that reached a worker as its server was shutting down.
+    const bool transport = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                           s.error_code() == grpc::StatusCode::CANCELLED;
+    if (transport && !stopping_now) {
       // Worker gone, connection broken, or draining: take it out until Health says otherwise.
       SetHealthy(r, false);
       if (!call->retried_transport) {

@@ -4,7 +4,8 @@
 // A request whose tokens exceed chunk_tokens is split into chunks of whole sequences; each chunk
 // goes to the healthy replica with the fewest outstanding tokens and the rows are put back in
 // input order. A chunk that fails for transport reasons (UNAVAILABLE: worker killed, connection
-// broken, worker draining) marks that replica unhealthy and is retried once on another replica;
+// broken, worker draining; CANCELLED by the worker's side, as a call that meets a shutting-down
+// worker can be) marks that replica unhealthy and is retried once on another replica;
 // one refused for load (RESOURCE_EXHAUSTED) tries every other healthy replica before the request
 // gets ResourceExhausted (HTTP 429). No healthy replica → Unavailable (503).
 //

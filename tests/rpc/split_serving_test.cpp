@@ -247,6 +247,33 @@ TEST(ReplicaPool, RetriesOnAnotherReplicaWhenOneGoesAway) {
   EXPECT_TRUE((*pool)->healthy());
 }
 
+// A worker shutting down can cancel a call that has just reached it (e2e: SIGTERM under
+// load). The gateway did not cancel it, so the chunk is retried on another replica.
+TEST(ReplicaPool, RetriesOnAnotherReplicaWhenTheWorkerCancels) {
+  FakeWorker a(/*auto_complete=*/false);
+  FakeWorker b;
+  ReplicaPoolOptions o = PoolOptions({&a, &b});
+  o.chunk_tokens = 1000;  // one chunk
+  auto pool = ReplicaPool::Start(o, 5s);
+  ASSERT_TRUE(pool.ok());
+  ASSERT_TRUE(WaitHealthy(**pool, 2));
+  const auto seqs = Sequences(6);
+  auto p = std::make_shared<std::promise<Result<Embeddings>>>();
+  auto f = p->get_future();
+  EmbedRequest r;
+  r.sequences = seqs;
+  // Both replicas are idle: the pick goes to the first, `a`, whose engine holds the batch.
+  (*pool)->Embed(std::move(r), [p](Result<Embeddings> rows) { p->set_value(std::move(rows)); });
+  for (int t = 0; t < 500 && a.engine.num_batches() == 0; ++t) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(a.engine.num_batches(), 1u);
+  a.engine.Fail(0, Status::Cancelled("cancelled by the worker"));
+  ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+  Result<Embeddings> e = f.get();
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ExpectRows(*e, seqs);
+  EXPECT_EQ(b.engine.num_batches(), 1u);
+}
+
 TEST(ReplicaPool, UnavailableWhenNoReplicaIsHealthy) {
   auto a = std::make_unique<FakeWorker>();
   auto pool = ReplicaPool::Start(PoolOptions({a.get()}), 5s);
