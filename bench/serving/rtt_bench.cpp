@@ -126,21 +126,21 @@ int main(int argc, char** argv) {
                         if (!st.ok()) throw std::runtime_error("Health: " + st.error_message());
                       },
                       {}});
-    // [CLS] + ordinary word-piece ids + [SEP], as hop.py sends.
-    std::vector<int32_t> ids{101};
-    for (int i = 0; i < length - 2; ++i) ids.push_back(2000 + 37 * i);
-    ids.push_back(102);
-    std::string body = "{\"input\":[[";
-    for (size_t i = 0; i < ids.size(); ++i) body += (i ? "," : "") + std::to_string(ids[i]);
-    body += "]]}";
+    // [CLS] + ordinary word-piece ids + [SEP], as hop.py sends; used only with --gateway.
+    std::string body;
     orchid::v1::EmbedRequest ereq;
-    auto* seq = ereq.add_sequences();
-    for (int32_t id : ids) seq->add_token_ids(id);
     if (!gateway_target.empty()) {
+      std::vector<int32_t> ids{101};
+      for (int i = 0; i < length - 2; ++i) ids.push_back(2000 + 37 * i);
+      ids.push_back(102);
+      body = "{\"input\":[[";
+      for (size_t i = 0; i < ids.size(); ++i) body += (i ? "," : "") + std::to_string(ids[i]);
+      body += "]]}";
+      auto* seq = ereq.add_sequences();
+      for (int32_t id : ids) seq->add_token_ids(id);
       gateway = std::make_unique<HttpConnection>(gateway_target);
-      probes.push_back({"serve_embed_us",
-                        [&] { serve.Call(http::verb::post, "/v1/embeddings", body); },
-                        {}});
+      probes.push_back(
+          {"serve_embed_us", [&] { serve.Call(http::verb::post, "/v1/embeddings", body); }, {}});
       probes.push_back({"worker_embed_grpc_us",
                         [&] {
                           grpc::ClientContext ctx;
@@ -171,16 +171,24 @@ int main(int argc, char** argv) {
     for (const Probe& p : probes) out += Summary(p.name.c_str(), p.us) + ",";
     if (gateway) {
       // Medians of same-round differences: the hop, its gRPC leg, and the rest.
-      auto paired = [&](size_t a, size_t b) {
+      auto paired = [&](const char* a, const char* b) {
+        auto us = [&](const char* name) -> const std::vector<double>& {
+          return std::find_if(probes.begin(), probes.end(),
+                              [&](const Probe& p) { return p.name == name; })
+              ->us;
+        };
+        const std::vector<double>&ua = us(a), &ub = us(b);
         std::vector<double> d;
-        for (int i = 0; i < requests; ++i) d.push_back(probes[a].us[size_t(i)] - probes[b].us[size_t(i)]);
+        for (size_t i = 0; i < ua.size(); ++i) d.push_back(ua[i] - ub[i]);
         return Percentile(d, 0.5);
       };
       char buf[256];
       std::snprintf(buf, sizeof(buf),
                     "\"gateway_minus_serve_us\":%.1f,\"worker_grpc_minus_serve_us\":%.1f,"
                     "\"gateway_minus_worker_grpc_us\":%.1f,",
-                    paired(4, 2), paired(3, 2), paired(4, 3));
+                    paired("gateway_embed_us", "serve_embed_us"),
+                    paired("worker_embed_grpc_us", "serve_embed_us"),
+                    paired("gateway_embed_us", "worker_embed_grpc_us"));
       out += buf;
     }
     std::printf("%s\"requests\":%d,\"length\":%d}\n", out.c_str(), requests, length);
