@@ -122,6 +122,7 @@ def main():
     k = len(paired) // 10
     res["hop_us_per_tenth"] = [statistics.median(paired[i * k:(i + 1) * k]) for i in range(10)]
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    Path(args.out).mkdir(parents=True, exist_ok=True)
     base = Path(args.out) / f"hop-{stamp}"
     base.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n")
     md = [f"# Gateway→worker hop, {res['date']}", "",
