@@ -2,11 +2,18 @@
 // the HTTP API (parsing, tokenization, chunking) in front of gRPC worker replicas. The
 // tokenizer comes from --model DIR (or --tokenizer PATH) and must be the one the workers' model
 // uses (checked by fingerprint); the model's width and limits come from the workers.
+//
+// Several models: `--model NAME=DIR` once per model and every backend named after its model
+// (`--backend NAME=HOST:PORT`, `--backend-dns NAME=DNSNAME:PORT`): one replica pool per model,
+// requests pick one with `model` (the first is the default), as with `orchid serve`.
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +23,7 @@
 #include "gateway/gateway.h"
 #include "gateway/replica_pool.h"
 #include "models/model_loader.h"
+#include "models/sentence_transformers.h"
 #include "rpc/convert.h"
 #include "tokenizer/tokenizer.h"
 
@@ -24,9 +32,9 @@ namespace {
 
 struct GatewayCommandOptions {
   std::string listen = "127.0.0.1:8080";
-  std::vector<std::string> backends;
-  std::string backend_dns;
-  std::string model_dir;
+  std::vector<std::string> backends;     // HOST:PORT or MODEL=HOST:PORT
+  std::vector<std::string> backend_dns;  // NAME:PORT or MODEL=NAME:PORT
+  std::vector<std::string> models;       // DIR or NAME=DIR
   std::string tokenizer_path;
   std::string served_model_name;
   int64_t chunk_tokens = 8192;
@@ -41,6 +49,103 @@ std::chrono::milliseconds Ms(double seconds) {
   return std::chrono::milliseconds(int64_t(seconds * 1000));
 }
 
+// "MODEL=ADDRESS" → {MODEL, ADDRESS}; "ADDRESS" → {"", ADDRESS}. Addresses have no '='.
+std::pair<std::string, std::string> SplitModelPrefix(const std::string& s) {
+  const size_t eq = s.find('=');
+  if (eq == std::string::npos) return {"", s};
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+// One model of the gateway: where its tokenizer comes from and which replicas serve it.
+struct FrontedModel {
+  std::string name;  // empty: --served-model-name, else the name its workers report
+  std::string dir;   // empty with --tokenizer
+  std::string tokenizer_path;
+  std::vector<std::string> backends;
+  std::string backend_dns;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<ReplicaPool> pool;
+};
+
+// Sorts --model / --backend / --backend-dns into models; an error message when they do not fit.
+std::string PlanModels(const GatewayCommandOptions& o, std::vector<FrontedModel>* out) {
+  std::vector<FrontedModel>& models = *out;
+  if (o.models.empty()) {
+    models.emplace_back();
+    models.back().tokenizer_path = o.tokenizer_path;
+  }
+  for (const std::string& m : o.models) {
+    const ModelSpec spec = ParseModelSpec(m);
+    if (!std::filesystem::is_directory(spec.dir)) {
+      return "--model " + m + ": " + spec.dir + " is not a directory";
+    }
+    models.emplace_back();
+    models.back().name = spec.name;
+    models.back().dir = spec.dir;
+    models.back().tokenizer_path = TokenizerPath(spec.dir);
+  }
+  const bool several = models.size() > 1;
+  if (several) {
+    if (!o.served_model_name.empty()) {
+      return "--served-model-name names a single model; with several --model, use "
+             "--model NAME=DIR";
+    }
+    std::set<std::string> names;
+    for (FrontedModel& m : models) {
+      if (m.name.empty()) m.name = DefaultModelName(m.dir);
+      if (!names.insert(m.name).second) {
+        return "two models are named `" + m.name + "`; name them with --model NAME=DIR";
+      }
+    }
+  } else if (models.front().name.empty()) {
+    models.front().name = o.served_model_name;
+  } else if (!o.served_model_name.empty()) {
+    return "--served-model-name and --model NAME=DIR both name the model";
+  }
+  // Which model a backend belongs to: its prefix, or the only model.
+  auto owner = [&](const std::string& flag, const std::string& value,
+                   std::string* address) -> std::pair<FrontedModel*, std::string> {
+    auto [name, addr] = SplitModelPrefix(value);
+    *address = addr;
+    if (name.empty()) {
+      if (several) {
+        return {nullptr, flag + " " + value + ": with several models, name its model (" + flag +
+                             " MODEL=" + value + ")"};
+      }
+      return {&models.front(), ""};
+    }
+    for (FrontedModel& m : models) {
+      if (m.name == name) return {&m, ""};
+    }
+    return {nullptr, flag + " " + value + ": no --model is named `" + name + "`"};
+  };
+  std::string address;
+  for (const std::string& b : o.backends) {
+    auto [m, err] = owner("--backend", b, &address);
+    if (m == nullptr) return err;
+    m->backends.push_back(address);
+  }
+  for (const std::string& d : o.backend_dns) {
+    auto [m, err] = owner("--backend-dns", d, &address);
+    if (m == nullptr) return err;
+    if (!m->backend_dns.empty()) {
+      return "--backend-dns " + d + ": one --backend-dns per model";
+    }
+    m->backend_dns = address;
+  }
+  for (const FrontedModel& m : models) {
+    const std::string which = several ? "model `" + m.name + "`" : "the model";
+    if (m.backends.empty() && m.backend_dns.empty()) {
+      return which + " has no replicas: give --backend " + (several ? m.name + "=" : "") +
+             "HOST:PORT or --backend-dns";
+    }
+    if (!m.backends.empty() && !m.backend_dns.empty()) {
+      return which + " has both --backend and --backend-dns; give one kind";
+    }
+  }
+  return "";
+}
+
 int RunGateway(const GatewayCommandOptions& o) {
   const sigset_t stop_signals = BlockStopSignals();
   std::string host;
@@ -49,59 +154,100 @@ int RunGateway(const GatewayCommandOptions& o) {
     spdlog::error("--listen `{}` is not HOST:PORT", o.listen);
     return 2;
   }
-  const std::string tokenizer_path =
-      !o.tokenizer_path.empty() ? o.tokenizer_path : TokenizerPath(o.model_dir);
-  auto tokenizer = Tokenizer::FromFile(tokenizer_path);
-  if (!tokenizer.ok()) {
-    spdlog::error("cannot load tokenizer: {}", tokenizer.status().ToString());
-    return 1;
+  std::vector<FrontedModel> models;
+  if (std::string err = PlanModels(o, &models); !err.empty()) {
+    spdlog::error("{}", err);
+    return 2;
   }
-  auto fingerprint = rpc::FingerprintFile(tokenizer_path);
-  if (!fingerprint.ok()) {
-    spdlog::error("{}", fingerprint.status().ToString());
-    return 1;
-  }
+  const bool several = models.size() > 1;
 
   MetricsRegistry metrics;
-  ReplicaPoolOptions po;
-  po.backends = o.backends;
-  po.backend_dns = o.backend_dns;
-  po.chunk_tokens = o.chunk_tokens;
-  po.health_interval = Ms(o.health_interval_s);
-  po.dns_interval = Ms(o.dns_interval_s);
-  po.request_timeout = Ms(o.request_timeout_s);
-  po.tokenizer_fingerprint = *fingerprint;
-  po.metrics = &metrics;
-  spdlog::info("waiting up to {} s for a worker replica", o.startup_timeout_s);
-  auto pool = ReplicaPool::Start(po, Ms(o.startup_timeout_s));
-  if (!pool.ok()) {
-    spdlog::error("{}", pool.status().ToString());
-    return pool.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  // Pools stop (draining their calls) before the tokenizers they were checked against go.
+  auto shutdown_all = [&] {
+    for (FrontedModel& m : models) {
+      if (m.pool) m.pool->Shutdown(std::chrono::milliseconds(0));
+    }
+  };
+  for (FrontedModel& m : models) {
+    auto tokenizer = Tokenizer::FromFile(m.tokenizer_path);
+    if (!tokenizer.ok()) {
+      spdlog::error("cannot load tokenizer: {}", tokenizer.status().ToString());
+      shutdown_all();
+      return 1;
+    }
+    m.tokenizer = std::move(*tokenizer);
+    auto fingerprint = rpc::FingerprintFile(m.tokenizer_path);
+    if (!fingerprint.ok()) {
+      spdlog::error("{}", fingerprint.status().ToString());
+      shutdown_all();
+      return 1;
+    }
+    ReplicaPoolOptions po;
+    po.backends = m.backends;
+    po.backend_dns = m.backend_dns;
+    po.chunk_tokens = o.chunk_tokens;
+    po.health_interval = Ms(o.health_interval_s);
+    po.dns_interval = Ms(o.dns_interval_s);
+    po.request_timeout = Ms(o.request_timeout_s);
+    po.tokenizer_fingerprint = *fingerprint;
+    po.metrics = &metrics;
+    if (several) po.metric_labels = {{"model", m.name}};
+    spdlog::info("waiting up to {} s for a worker replica{}", o.startup_timeout_s,
+                 several ? " of " + m.name : "");
+    auto pool = ReplicaPool::Start(po, Ms(o.startup_timeout_s));
+    if (!pool.ok()) {
+      spdlog::error("{}{}", several ? m.name + ": " : "", pool.status().ToString());
+      shutdown_all();
+      return pool.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+    }
+    m.pool = std::move(*pool);
+    if (m.name.empty()) m.name = m.pool->model_name();
   }
 
   GatewayOptions gw;
   gw.host = host;
   gw.port = port;
-  gw.served_model_name =
-      o.served_model_name.empty() ? (*pool)->model_name() : o.served_model_name;
-  if (Status st = ApplyHttpFrontFlags(o.http, o.model_dir, &gw); !st.ok()) {
+  gw.served_model_name = models.front().name;
+  if (Status st = ApplyHttpFrontFlags(o.http, "", &gw); !st.ok()) {
     spdlog::error("{}", st.ToString());
+    shutdown_all();
     return 1;
   }
   gw.metrics = &metrics;
-  Gateway gateway(tokenizer->get(), pool->get(), gw);
+  std::vector<GatewayModel> fronted;
+  for (const FrontedModel& m : models) {
+    GatewayModel g;
+    g.name = m.name;
+    g.tokenizer = m.tokenizer.get();
+    g.backend = m.pool.get();
+    if (!m.dir.empty()) {
+      auto prompts = ReadPromptConfig(m.dir);
+      if (!prompts.ok()) {
+        spdlog::error("{}", prompts.status().ToString());
+        shutdown_all();
+        return 1;
+      }
+      g.prompts = std::move(*prompts);
+    }
+    g.default_prompt = o.http.default_prompt;
+    fronted.push_back(std::move(g));
+  }
+  Gateway gateway(std::move(fronted), gw);
   if (Status st = gateway.Start(); !st.ok()) {
     spdlog::error("{}", st.ToString());
+    shutdown_all();
     return 1;
   }
-  const ModelInfo& info = (*pool)->model_info();
-  spdlog::info(
-      "orchid gateway for {} (dim {}, max {} tokens) on http://{} (port {}), {} replica(s)",
-      gw.served_model_name, info.output_dim(), info.max_seq_length, o.listen, gateway.port(),
-      (*pool)->replicas().size());
+  for (const FrontedModel& m : models) {
+    const ModelInfo& info = m.pool->model_info();
+    spdlog::info(
+        "orchid gateway for {} (dim {}, max {} tokens) on http://{} (port {}), {} replica(s)",
+        m.name, info.output_dim(), info.max_seq_length, o.listen, gateway.port(),
+        m.pool->replicas().size());
+  }
 
   spdlog::info("received {}, shutting down", WaitForStopSignal(stop_signals));
-  gateway.Stop();
+  gateway.Stop();  // shuts the pools down too
   spdlog::info("stopped");
   return 0;
 }
@@ -114,22 +260,23 @@ void RegisterGatewayCommand(CLI::App& app, int* exit_code) {
       "gateway", "HTTP API in front of gRPC worker replicas: tokenizes, chunks, load-balances");
   cmd->add_option("--listen", opts->listen, "HTTP address, HOST:PORT (port 0: any free port)")
       ->capture_default_str();
-  auto* backend = cmd->add_option("--backend", opts->backends,
-                                  "a worker replica's gRPC address, HOST:PORT (repeatable)");
-  auto* dns = cmd->add_option("--backend-dns", opts->backend_dns,
-                              "NAME:PORT; every address NAME resolves to is a replica "
-                              "(re-resolved every --dns-interval)");
-  backend->excludes(dns);
-  dns->excludes(backend);
-  auto* model = cmd->add_option("--model", opts->model_dir,
-                                "model directory to take tokenizer.json from")
-                    ->check(CLI::ExistingDirectory);
+  cmd->add_option("--backend", opts->backends,
+                  "a worker replica's gRPC address, HOST:PORT, or MODEL=HOST:PORT with several "
+                  "models (repeatable)");
+  cmd->add_option("--backend-dns", opts->backend_dns,
+                  "NAME:PORT (MODEL=NAME:PORT with several models); every address NAME resolves "
+                  "to is a replica (re-resolved every --dns-interval)");
+  auto* model = cmd->add_option("--model", opts->models,
+                                "model directory to take tokenizer.json from, or NAME=DIR; repeat "
+                                "to front several models (requests pick one with `model`; the "
+                                "first is the default)");
   auto* tok = cmd->add_option("--tokenizer", opts->tokenizer_path, "tokenizer.json path")
                   ->check(CLI::ExistingFile);
   model->excludes(tok);
   tok->excludes(model);
   cmd->add_option("--served-model-name", opts->served_model_name,
-                  "model name in the API (default: the name the workers report)");
+                  "model name in the API of a single model (default: the name the workers "
+                  "report)");
   cmd->add_option("--chunk-tokens", opts->chunk_tokens,
                   "requests with more tokens are split into chunks of at most this many, "
                   "spread over replicas")
@@ -157,7 +304,7 @@ void RegisterGatewayCommand(CLI::App& app, int* exit_code) {
       *exit_code = 2;
       return;
     }
-    if (opts->model_dir.empty() && opts->tokenizer_path.empty()) {
+    if (opts->models.empty() && opts->tokenizer_path.empty()) {
       spdlog::error("give --model DIR or --tokenizer PATH: the gateway tokenizes");
       *exit_code = 2;
       return;

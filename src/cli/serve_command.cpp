@@ -32,19 +32,6 @@ struct ServeOptions {
   HttpFrontFlags http;
 };
 
-struct ModelSpec {
-  std::string name;  // empty: --served-model-name or the directory's name
-  std::string dir;
-};
-
-// "NAME=DIR" or "DIR" (a directory that exists as given is never split, so paths with '='
-// still work).
-ModelSpec ParseModelSpec(const std::string& s) {
-  const size_t eq = s.find('=');
-  if (eq == std::string::npos || eq == 0 || std::filesystem::is_directory(s)) return {"", s};
-  return {s.substr(0, eq), s.substr(eq + 1)};
-}
-
 // One hosted model: its engine and scheduler, tokenizer and in-process backend.
 struct HostedModel {
   ModelSpec spec;

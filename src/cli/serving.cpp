@@ -24,6 +24,12 @@ std::string DefaultModelName(const std::string& dir) {
   return p.filename().string();
 }
 
+ModelSpec ParseModelSpec(const std::string& s) {
+  const size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || std::filesystem::is_directory(s)) return {"", s};
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
 bool ParseHostPort(const std::string& s, std::string* host, uint16_t* port) {
   const size_t colon = s.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 >= s.size()) return false;

@@ -22,6 +22,14 @@ namespace orchid::cli {
 // "models/all-MiniLM-L6-v2/" → "all-MiniLM-L6-v2"; "." → the current directory's name.
 std::string DefaultModelName(const std::string& dir);
 
+// One --model of `serve` or `gateway`: "NAME=DIR" or "DIR".
+struct ModelSpec {
+  std::string name;  // empty: --served-model-name or the directory's name
+  std::string dir;
+};
+// A directory that exists as given is never split, so paths with '=' still work.
+ModelSpec ParseModelSpec(const std::string& s);
+
 // Splits "host:port" ("[v6]:port" too); false when malformed.
 bool ParseHostPort(const std::string& s, std::string* host, uint16_t* port);
 

@@ -182,12 +182,19 @@ struct ReplicaPool::Impl {
     if (options.metrics != nullptr) {
       r->outstanding_gauge = options.metrics->GetGauge(
           "orchid_gateway_replica_outstanding_tokens",
-          "Tokens sent to a replica and not yet answered", {{"replica", address}});
-      r->healthy_gauge = options.metrics->GetGauge(
-          "orchid_gateway_replica_healthy", "1 while the replica takes requests",
-          {{"replica", address}});
+          "Tokens sent to a replica and not yet answered", Labels({{"replica", address}}));
+      r->healthy_gauge = options.metrics->GetGauge("orchid_gateway_replica_healthy",
+                                                   "1 while the replica takes requests",
+                                                   Labels({{"replica", address}}));
     }
     return r;
+  }
+
+  // `own` after options.metric_labels.
+  MetricLabels Labels(MetricLabels own) const {
+    MetricLabels all = options.metric_labels;
+    all.insert(all.end(), own.begin(), own.end());
+    return all;
   }
 
   void SetHealthy(Replica& r, bool h) {
@@ -199,10 +206,10 @@ struct ReplicaPool::Impl {
   void CountError(const Replica& r, grpc::StatusCode code) {
     if (options.metrics == nullptr) return;
     options.metrics
-        ->GetCounter("orchid_gateway_replica_errors_total",
-                     "Failed chunk calls by replica and gRPC code",
-                     {{"replica", r.address},
-                      {"code", StatusCodeName(rpc::FromGrpc(grpc::Status(code, "")).code())}})
+        ->GetCounter(
+            "orchid_gateway_replica_errors_total", "Failed chunk calls by replica and gRPC code",
+            Labels({{"replica", r.address},
+                    {"code", StatusCodeName(rpc::FromGrpc(grpc::Status(code, "")).code())}}))
         ->Inc();
   }
 
@@ -462,11 +469,12 @@ Result<std::unique_ptr<ReplicaPool>> ReplicaPool::Start(ReplicaPoolOptions optio
   }
   impl->options = std::move(options);
   if (MetricsRegistry* m = impl->options.metrics) {
-    impl->chunks_total =
-        m->GetCounter("orchid_gateway_chunks_total", "Chunks sent to worker replicas");
+    impl->chunks_total = m->GetCounter("orchid_gateway_chunks_total",
+                                       "Chunks sent to worker replicas", impl->Labels({}));
     impl->retries_total = m->GetCounter("orchid_gateway_chunk_retries_total",
                                         "Chunks retried on another replica after a transport "
-                                        "failure");
+                                        "failure",
+                                        impl->Labels({}));
   }
   if (impl->dns_host.empty()) impl->SetAddresses(impl->options.backends);
   Impl* raw = impl.get();

@@ -42,6 +42,7 @@ struct ReplicaPoolOptions {
   uint64_t tokenizer_fingerprint = 0;  // the gateway's tokenizer; 0 = do not check
   int max_message_bytes = 256 << 20;
   MetricsRegistry* metrics = nullptr;
+  MetricLabels metric_labels;  // on every metric (model="…" when a gateway has several pools)
 };
 
 // What the pool knows of one replica, for tests and logs.

@@ -1,5 +1,6 @@
 """The serving API of the model-families work (issue 6) against a real `orchid serve`:
-several models in one process (`--model NAME=DIR`, selected by the request's `model`),
+several models in one process (`--model NAME=DIR`, selected by the request's `model`; in `serve`,
+and in a `gateway` fronting one replica pool per model),
 quantized embedding outputs (int8 / uint8 / binary / ubinary, Cohere's embedding_types),
 truncation direction, OpenAI's 2048-input limit, and the three rerank routes (/rerank,
 /v1/rerank, /v1/score) agreeing with each other and with the reference scores on the
@@ -213,13 +214,40 @@ def test_qwen3_reranker_routes_agree_with_the_reference():
         assert server.stop() == 0, server.log_text()
 
 
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_worker(model_dir):
+    """`orchid worker` for model_dir on a free port; its gRPC address is in .address."""
+    from support import OrchidProcess
+
+    port = _free_port()
+    w = OrchidProcess(["worker", "--model", str(model_dir), "--listen", f"127.0.0.1:{port}",
+                       "--threads", "1", "--metrics-listen", f"127.0.0.1:{_free_port()}"],
+                      ready=r"orchid worker: .* on grpc ", name=f"worker:{port}")
+    w.address = f"127.0.0.1:{port}"
+    return w
+
+
+def _start_gateway(*args):
+    """`orchid gateway` on a free port with `args`; ready once every model's line is logged."""
+    from support import OrchidProcess, wait_healthy
+
+    g = OrchidProcess(["gateway", "--listen", "127.0.0.1:0", *args],
+                      ready=r"orchid gateway for .* \(port (\d+)\)", name="gateway")
+    g.url = f"http://127.0.0.1:{g.ready.group(1)}"
+    wait_healthy(g.url, g.deadline, g)
+    return g
+
+
 def test_cross_encoder_behind_a_gateway_scores_like_serve():
     """Split serving of a scorer: the workers' Info tells the gateway it fronts a reranker, and
     the pairs' token types cross the gRPC hop (chunked over two workers)."""
-    import socket
-
-    from support import OrchidProcess, wait_healthy
-
     name = "bert-cross-encoder"
     d = FIXTURES / name
     if not (d / "config.json").exists():
@@ -232,26 +260,11 @@ def test_cross_encoder_behind_a_gateway_scores_like_serve():
     finally:
         serve.stop()
 
-    def free_port():
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-
     workers, gateway = [], None
     try:
-        for _ in range(2):
-            port = free_port()
-            workers.append(OrchidProcess(
-                ["worker", "--model", str(d), "--listen", f"127.0.0.1:{port}", "--threads", "1",
-                 "--metrics-listen", f"127.0.0.1:{free_port()}"],
-                ready=r"orchid worker: .* on grpc ", name=f"worker:{port}"))
-            workers[-1].address = f"127.0.0.1:{port}"
+        workers = [_start_worker(d) for _ in range(2)]
         backends = [a for w in workers for a in ("--backend", w.address)]
-        gateway = OrchidProcess(["gateway", "--listen", "127.0.0.1:0", "--model", str(d),
-                                 "--chunk-tokens", "64", *backends],
-                                ready=r"orchid gateway for .* \(port (\d+)\)", name="gateway")
-        gateway.url = f"http://127.0.0.1:{gateway.ready.group(1)}"
-        wait_healthy(gateway.url, gateway.deadline, gateway)
+        gateway = _start_gateway("--model", str(d), "--chunk-tokens", "64", *backends)
         r = post(gateway, "/v1/score", body)
         assert r.status_code == 200, r.text
         np.testing.assert_allclose([x["score"] for x in r.json()["data"]], want, atol=1e-5)
@@ -264,6 +277,81 @@ def test_cross_encoder_behind_a_gateway_scores_like_serve():
             gateway.stop()
         for w in workers:
             w.stop()
+
+
+def test_one_gateway_fronts_several_models():
+    """`orchid gateway --model NAME=DIR ... --backend NAME=HOST:PORT ...`: one replica pool per
+    model, each with its own tokenizer; the request's `model` picks the pool, the first model is
+    the default, and the answers are the reference's."""
+    name = "bert-cross-encoder"
+    d = FIXTURES / name
+    if not (d / "config.json").exists():
+        pytest.skip(f"{d} is missing (run `make fixtures`)")
+    pairs = stsb_pairs(8)
+    with open(REFERENCE / f"{name}.json", encoding="utf-8") as f:
+        expected = [s["expected"][0] for s in json.load(f)["sequences"][:8]]
+    workers, gateway = [], None
+    try:
+        workers = [_start_worker(ORCHID_MODEL), _start_worker(d), _start_worker(d)]
+        gateway = _start_gateway("--model", f"mini={ORCHID_MODEL}", "--model", f"ce={d}",
+                                 "--backend", f"mini={workers[0].address}",
+                                 "--backend", f"ce={workers[1].address}",
+                                 "--backend", f"ce={workers[2].address}", "--chunk-tokens", "64")
+        # Both models' start-up lines, whichever was matched as "ready".
+        assert sum("orchid gateway for" in line for line in gateway.log) == 2, gateway.log_text()
+        r = requests.get(gateway.url + "/v1/models", timeout=10)
+        assert [(m["id"], m["task"]) for m in r.json()["data"]] == [("mini", "embed"),
+                                                                     ("ce", "rerank")]
+        texts = [SENTENCES[i] for i in SHORT[:8]]
+        for body in ({"input": texts, "model": "mini"}, {"input": texts}):
+            r = post(gateway, "/v1/embeddings", body)
+            assert r.status_code == 200, r.text
+            assert r.json()["model"] == "mini"
+            assert_close_to_reference(rows(r.json()), SHORT[:8], "gateway, model mini")
+        r = post(gateway, "/v1/score", {"model": "ce", "text_1": [a for a, _ in pairs],
+                                        "text_2": [b for _, b in pairs], "raw_scores": True})
+        assert r.status_code == 200, r.text
+        np.testing.assert_allclose([x["score"] for x in r.json()["data"]], expected, atol=1e-4)
+        r = post(gateway, "/v1/embeddings", {"input": "a", "model": "nope"})
+        assert r.status_code == 404, r.text
+        assert "`mini`, `ce`" in r.json()["error"]["message"]
+        r = post(gateway, "/v1/embeddings", {"input": "a", "model": "ce"})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "model_not_an_embedder"
+        metrics = requests.get(gateway.url + "/metrics", timeout=10).text
+        assert 'orchid_gateway_chunks_total{model="mini"}' in metrics, metrics
+        assert 'orchid_gateway_replica_healthy{model="ce",replica="' in metrics, metrics
+    finally:
+        if gateway is not None:
+            assert gateway.stop() == 0, gateway.log_text()
+        for w in workers:
+            w.stop()
+
+
+def test_gateway_refuses_backends_it_cannot_place():
+    import subprocess
+
+    from support import ORCHID_BIN
+
+    two = ["--model", f"a={ORCHID_MODEL}", "--model", f"b={ORCHID_MODEL}"]
+    for args, message in (
+            (two + ["--backend", "127.0.0.1:1", "--backend", "b=127.0.0.1:2"],
+             "with several models, name its model"),
+            (two + ["--backend", "a=127.0.0.1:1"], "model `b` has no replicas"),
+            (two + ["--backend", "a=127.0.0.1:1", "--backend", "c=127.0.0.1:2"],
+             "no --model is named `c`"),
+            (two + ["--backend", "a=127.0.0.1:1", "--backend", "b=127.0.0.1:2",
+                    "--backend-dns", "b=localhost:2"], "model `b` has both"),
+            (["--model", str(ORCHID_MODEL), "--model", str(ORCHID_MODEL), "--backend",
+              "127.0.0.1:1"], "two models are named"),
+            (two + ["--backend", "a=127.0.0.1:1", "--backend", "b=127.0.0.1:2",
+                    "--served-model-name", "c"], "--served-model-name names a single model"),
+            (["--model", "a=/nonexistent/dir", "--backend", "127.0.0.1:1"],
+             "is not a directory")):
+        p = subprocess.run([str(ORCHID_BIN), "gateway", "--listen", "127.0.0.1:0",
+                            "--startup-timeout", "0", *args],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2, (args, p.returncode, p.stdout, p.stderr)
+        assert message in p.stdout + p.stderr, (args, p.stdout, p.stderr)
 
 
 def test_serve_refuses_ambiguous_model_names():
