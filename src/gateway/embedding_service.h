@@ -54,6 +54,9 @@ class EmbeddingService {
   NativeQuantization native_quantization() const {
     return backend_->model_info().native_quantization;
   }
+  const ModelInfo& model_info() const { return backend_->model_info(); }
+  Pooling pooling() const { return pooling_; }
+  bool normalize() const { return normalize_; }
 
   // Calls `done` exactly once: inline when the request is rejected before queueing, otherwise
   // as a task on the completions executor.

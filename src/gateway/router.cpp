@@ -31,6 +31,7 @@ constexpr RouteEntry kRoutes[] = {
     {"/v1/models", "GET"},      {"/health", "GET"},      {"/metrics", "GET"},
     {"/tokenize", "POST"},      {"/decode", "POST"},     {"/rerank", "POST"},
     {"/v1/rerank", "POST"},     {"/v1/score", "POST"},   {"/score", "POST"},
+    {"/info", "GET"},
 };
 
 std::string_view PathOf(std::string_view target) {
@@ -156,6 +157,7 @@ void Router::Route(HttpRequest request, const Reply& reply) {
     return reply(std::move(r));
   }
   if (path == "/v1/models") return reply(Models());
+  if (path == "/info") return reply(Info());
   if (path == "/tokenize") {
     return reply(HandleTokenize(service_->tokenizer(), request.body, kMaxClientBatchSize));
   }
@@ -328,6 +330,41 @@ HttpResponse Router::Models() const {
     w.Key("created").Int(created_).Key("owned_by").String("orchid");
     w.Key("task").String(m.embed->is_scorer() ? "rerank" : "embed").EndObject();
   }
+  w.EndArray().EndObject();
+  return r;
+}
+
+// TEI's GET /info, for the default (first) model: the fields a TEI client reads, plus
+// orchid's own (architecture, dimensions, normalize, the names of every model served).
+HttpResponse Router::Info() const {
+  const EmbeddingService& m = *service_;
+  const ModelInfo& info = m.model_info();
+  HttpResponse r;
+  JsonWriter w(&r.body);
+  w.BeginObject().Key("model_id").String(m.model_name());
+  w.Key("model_type").BeginObject();
+  if (m.is_scorer()) {
+    // One relevance logit per pair, as TEI reports a single-label reranker.
+    w.Key("reranker").BeginObject().Key("id2label").BeginObject();
+    for (int i = 0; i < info.num_labels; ++i) {
+      w.Key(std::to_string(i)).String("LABEL_" + std::to_string(i));
+    }
+    w.EndObject().Key("label2id").BeginObject();
+    for (int i = 0; i < info.num_labels; ++i) w.Key("LABEL_" + std::to_string(i)).Int(i);
+    w.EndObject().EndObject();
+  } else {
+    w.Key("embedding").BeginObject().Key("pooling").String(PoolingName(m.pooling())).EndObject();
+  }
+  w.EndObject();
+  w.Key("max_input_length").Int(m.max_seq_length());
+  w.Key("max_client_batch_size").Int(int64_t(kMaxClientBatchSize));
+  w.Key("auto_truncate").Bool(false);
+  w.Key("version").String(std::string("orchid ") + ORCHID_VERSION);
+  w.Key("architecture").String(info.architecture);
+  w.Key("dimensions").Int(info.output_dim());
+  w.Key("normalize").Bool(!m.is_scorer() && m.normalize());
+  w.Key("models").BeginArray();
+  for (const RoutedModel& rm : models_) w.String(rm.embed->model_name());
   w.EndArray().EndObject();
   return r;
 }

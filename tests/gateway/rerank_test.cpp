@@ -245,6 +245,36 @@ TEST_F(RerankTest, ModelsAreSelectedByNameAndTasksAreKeptApart) {
   EXPECT_EQ(std::string_view(doc["data"].at(1)["task"]), "rerank");
 }
 
+// TEI's GET /info describes the default (first) model: an embedder here, a reranker when it
+// comes first; every served name is listed.
+TEST_F(RerankTest, InfoDescribesTheDefaultModelInTeisShape) {
+  HttpResponse r = Call("GET", "/info");
+  ASSERT_EQ(r.status, 200) << r.body;
+  simdjson::dom::element doc = parser_.parse(r.body);
+  EXPECT_EQ(std::string_view(doc["model_id"]), "embed-model");
+  EXPECT_EQ(std::string_view(doc["model_type"]["embedding"]["pooling"]), "mean");
+  EXPECT_EQ(int64_t(doc["max_input_length"]), kMaxLen);
+  EXPECT_EQ(int64_t(doc["max_client_batch_size"]), int64_t(Router::kMaxClientBatchSize));
+  EXPECT_EQ(int64_t(doc["dimensions"]), embed_.dim());
+  ASSERT_EQ(simdjson::dom::array(doc["models"]).size(), 2u);
+  EXPECT_EQ(std::string_view(doc["models"].at(1)), "rerank-model");
+
+  Router reranker_first(std::vector<RoutedModel>{{&reranker_embed_, &reranker_}});
+  std::promise<HttpResponse> p;
+  reranker_first.Handle(HttpRequest{"GET", "/info", ""},
+                        [&p](HttpResponse reply) { p.set_value(std::move(reply)); });
+  r = p.get_future().get();
+  ASSERT_EQ(r.status, 200) << r.body;
+  doc = parser_.parse(r.body);
+  EXPECT_EQ(std::string_view(doc["model_id"]), "rerank-model");
+  EXPECT_TRUE(doc["model_type"]["embedding"].error()) << r.body;
+  EXPECT_EQ(std::string_view(doc["model_type"]["reranker"]["id2label"]["0"]), "LABEL_0");
+  EXPECT_EQ(int64_t(doc["model_type"]["reranker"]["label2id"]["LABEL_0"]), 0);
+  EXPECT_EQ(int64_t(doc["dimensions"]), 1);
+  EXPECT_FALSE(bool(doc["normalize"]));
+  EXPECT_EQ(Call("POST", "/info", "{}").status, 405);
+}
+
 TEST_F(RerankTest, EmbeddingsRefuseMoreThan2048Inputs) {
   std::string body = R"({"input":[)";
   for (size_t i = 0; i <= Router::kMaxClientBatchSize; ++i) body.append(i ? ",\"a\"" : "\"a\"");
