@@ -3,8 +3,11 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <numeric>
+#include <random>
+#include <string>
 #include <utility>
 
 #include "gateway/json_parse.h"
@@ -221,11 +224,24 @@ std::string WriteTeiRerankResponse(const ScoreRequest& request, const std::vecto
   return out;
 }
 
+namespace {
+
+// "rerank-" or "score-" and 16 random hex digits, as vLLM's and Cohere's replies carry an id.
+std::string ResponseId(std::string_view prefix) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(rng()));
+  return std::string(prefix) + "-" + hex;
+}
+
+}  // namespace
+
 std::string WriteRerankResponse(const ScoreRequest& request, const std::vector<float>& scores,
                                 std::string_view model, int64_t tokens) {
   std::string out;
   JsonWriter w(&out);
-  w.BeginObject().Key("model").String(model).Key("results").BeginArray();
+  w.BeginObject().Key("id").String(ResponseId("rerank"));
+  w.Key("model").String(model).Key("results").BeginArray();
   std::vector<size_t> order = Ranked(scores);
   if (request.top_n && size_t(*request.top_n) < order.size()) order.resize(size_t(*request.top_n));
   for (size_t i : order) {
@@ -246,7 +262,8 @@ std::string WriteScoreResponse(const std::vector<float>& scores, std::string_vie
                                int64_t tokens, int64_t created) {
   std::string out;
   JsonWriter w(&out);
-  w.BeginObject().Key("object").String("list").Key("created").Int(created);
+  w.BeginObject().Key("id").String(ResponseId("score"));
+  w.Key("object").String("list").Key("created").Int(created);
   w.Key("model").String(model).Key("data").BeginArray();
   for (size_t i = 0; i < scores.size(); ++i) {
     w.BeginObject().Key("index").Int(int64_t(i)).Key("object").String("score");

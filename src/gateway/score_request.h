@@ -4,10 +4,11 @@
 //   POST /rerank      text-embeddings-inference: {query, texts, truncate, truncation_direction,
 //                     raw_scores, return_text} → [{index, score[, text]}] sorted by score
 //   POST /v1/rerank   Cohere / Jina: {model, query, documents: [str | {text}], top_n,
-//                     return_documents} → {model, results: [{index, relevance_score,
+//                     return_documents} → {id, model, results: [{index, relevance_score,
 //                     document?: {text}}], usage}
 //   POST /v1/score    vLLM's score API: {model, text_1: str | [str], text_2: str | [str]} →
-//                     {object: "list", model, data: [{index, object: "score", score}], usage}
+//                     {id, object: "list", created, model, data: [{index, object: "score",
+//                     score}], usage}
 //
 // Every route also takes `instruction` (Qwen3-Reranker's <Instruct>), `truncate`,
 // `truncation_direction` and `raw_scores`. Parsers check JSON types and shapes only; what

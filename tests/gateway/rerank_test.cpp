@@ -134,6 +134,9 @@ TEST_F(RerankTest, CohereRerankTopNDocumentsAndUsage) {
   ASSERT_EQ(r.status, 200) << r.body;
   simdjson::dom::element doc = parser_.parse(r.body);
   EXPECT_EQ(std::string_view(doc["model"]), "rerank-model");
+  const std::string id{std::string_view(doc["id"])};
+  EXPECT_EQ(id.rfind("rerank-", 0), 0u) << id;
+  EXPECT_EQ(id.size(), 7u + 16u) << id;
   simdjson::dom::array results = doc["results"];
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(int64_t(results.at(0)["index"]), 1);
@@ -152,6 +155,11 @@ TEST_F(RerankTest, ScorePairsAreZippedOrBroadcast) {
   simdjson::dom::element doc = parser_.parse(r.body);
   EXPECT_EQ(std::string_view(doc["object"]), "list");
   EXPECT_EQ(std::string_view(doc["data"].at(0)["object"]), "score");
+  const std::string id{std::string_view(doc["id"])};
+  EXPECT_EQ(id.rfind("score-", 0), 0u) << id;
+  // Each reply has its own id.
+  r = Post("/v1/score", R"({"model":"rerank-model","text_1":"q","text_2":"a"})");
+  EXPECT_NE(std::string(std::string_view(parser_.parse(r.body)["id"])), id);
   r = Post("/v1/score", R"({"model":"rerank-model","text_1":["q","r"],"text_2":["a","b","c"]})");
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_NE(r.body.find("text_1"), std::string::npos);
