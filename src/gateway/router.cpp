@@ -135,16 +135,7 @@ void Router::Route(HttpRequest request, const Reply& reply) {
     r.allow = std::string(route->method);
     return reply(std::move(r));
   }
-  if (path == "/health") {
-    HttpResponse r;
-    if (service_->healthy()) {
-      r.body = R"({"status":"ok"})";
-    } else {
-      r.status = 503;
-      r.body = R"({"status":"unavailable","error":"no healthy worker replica"})";
-    }
-    return reply(std::move(r));
-  }
+  if (path == "/health") return reply(Health());
   if (path == "/metrics") {
     if (metrics_ == nullptr) {
       ApiError e = ApiError::InvalidRequest("metrics are not enabled", {}, "not_found");
@@ -331,6 +322,32 @@ HttpResponse Router::Models() const {
     w.Key("task").String(m.embed->is_scorer() ? "rerank" : "embed").EndObject();
   }
   w.EndArray().EndObject();
+  return r;
+}
+
+// One model: 200 {"status":"ok"}, or 503 when it cannot serve. Several: 503 only when none can
+// ("degraded" when some can), and the body names each model's state, so that one model without
+// workers does not take the others out of a load balancer.
+HttpResponse Router::Health() const {
+  size_t up = 0;
+  for (const RoutedModel& m : models_) up += m.embed->healthy() ? 1 : 0;
+  HttpResponse r;
+  JsonWriter w(&r.body);
+  w.BeginObject().Key("status").String(up == models_.size() ? "ok"
+                                       : up > 0             ? "degraded"
+                                                            : "unavailable");
+  if (up == 0) {
+    r.status = 503;
+    w.Key("error").String("no healthy worker replica");
+  }
+  if (models_.size() > 1) {
+    w.Key("models").BeginObject();
+    for (const RoutedModel& m : models_) {
+      w.Key(m.embed->model_name()).String(m.embed->healthy() ? "ok" : "unavailable");
+    }
+    w.EndObject();
+  }
+  w.EndObject();
   return r;
 }
 

@@ -75,6 +75,7 @@ class Router {
   void Score(ScoreRoute route, std::string body, const Reply& reply);
   HttpResponse Models() const;
   HttpResponse Info() const;
+  HttpResponse Health() const;
   // The model a request names (nullopt: the first), or the 404 to send.
   const RoutedModel* Select(const std::optional<std::string>& name, ApiError* error) const;
 

@@ -7,6 +7,7 @@ truncation direction, OpenAI's 2048-input limit, and the three rerank routes (/r
 random-weight cross-encoder fixtures (models/fixtures, made by `make fixtures`)."""
 import csv
 import json
+import time
 
 import numpy as np
 import pytest
@@ -320,6 +321,24 @@ def test_one_gateway_fronts_several_models():
         metrics = requests.get(gateway.url + "/metrics", timeout=10).text
         assert 'orchid_gateway_chunks_total{model="mini"}' in metrics, metrics
         assert 'orchid_gateway_replica_healthy{model="ce",replica="' in metrics, metrics
+        assert requests.get(gateway.url + "/health", timeout=10).json() == {
+            "status": "ok", "models": {"mini": "ok", "ce": "ok"}}
+        # The reranker's workers die: /health says "degraded" but stays 200 (the embedder still
+        # serves), the reranker's requests get 503, the embedder's are still answered.
+        for w in workers[1:]:
+            w.kill()
+        deadline = time.monotonic() + 30
+        while True:
+            h = requests.get(gateway.url + "/health", timeout=10)
+            if h.json()["status"] != "ok" or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert h.status_code == 200 and h.json() == {
+            "status": "degraded", "models": {"mini": "ok", "ce": "unavailable"}}, h.text
+        r = post(gateway, "/v1/score", {"model": "ce", "text_1": "a", "text_2": "b"})
+        assert r.status_code == 503, r.text
+        r = post(gateway, "/v1/embeddings", {"input": texts[:2], "model": "mini"})
+        assert r.status_code == 200, r.text
     finally:
         if gateway is not None:
             assert gateway.stop() == 0, gateway.log_text()
