@@ -38,13 +38,15 @@ class OrchidProcess:
     """An `orchid` subcommand as a child process, its output collected; ready once a line of
     its log matches `ready` (the match is kept in self.ready)."""
 
-    def __init__(self, args, ready, startup_timeout=120, name=None):
+    def __init__(self, args, ready, startup_timeout=120, name=None, wrap=()):
+        """`wrap`: a command the orchid command line is appended to (e.g. `ip netns exec NS`);
+        it must exec orchid in place, so that signals reach orchid itself."""
         if not ORCHID_BIN.exists():
             pytest.fail(f"ORCHID_BIN {ORCHID_BIN} does not exist (run `make build`)")
         if not (ORCHID_MODEL / "config.json").exists():
             pytest.fail(f"ORCHID_MODEL {ORCHID_MODEL} is not a model directory (run `make model`)")
         self.name = name or args[0]
-        self.args = [str(ORCHID_BIN), *args]
+        self.args = [*wrap, str(ORCHID_BIN), *args]
         self.log = []
         self._lines = queue.Queue()
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

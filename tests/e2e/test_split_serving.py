@@ -1,8 +1,10 @@
 """Split serving on loopback (issue 4): `orchid gateway` in front of three `orchid worker`
 processes. Results identical to `orchid serve`; order kept across chunks; zero failed client
 requests when a worker is killed -9 under load (chunks retried elsewhere) and traffic returning
-once it restarts; SIGTERM on a worker lets its in-flight requests complete; 429 on overload and
-503 with no healthy worker, with JSON bodies; every /metrics passes `promtool check metrics`."""
+once it restarts (also with each worker in its own network namespace, at its own address, as
+real hosts would be); SIGTERM on a worker lets its in-flight requests complete; 429 on overload
+and 503 with no healthy worker, with JSON bodies; every /metrics passes `promtool check metrics`."""
+import os
 import re
 import shutil
 import socket
@@ -26,24 +28,27 @@ def free_port():
 
 
 class Worker:
-    def __init__(self, port=None, metrics_port=None, *extra):
+    def __init__(self, port=None, metrics_port=None, *extra, host="127.0.0.1", wrap=()):
         self.port = port or free_port()
         self.metrics_port = metrics_port or free_port()
         self.extra = extra
+        self.host = host
+        self.wrap = wrap
         self.start()
 
     def start(self):
         self.proc = OrchidProcess(
-            ["worker", "--model", str(ORCHID_MODEL), "--listen", f"127.0.0.1:{self.port}",
-             "--metrics-listen", f"127.0.0.1:{self.metrics_port}", "--threads", "1", *self.extra],
-            ready=r"orchid worker: .* on grpc ", name=f"worker:{self.port}")
+            ["worker", "--model", str(ORCHID_MODEL), "--listen", self.address,
+             "--metrics-listen", f"{self.host}:{self.metrics_port}", "--threads", "1",
+             *self.extra],
+            ready=r"orchid worker: .* on grpc ", name=f"worker:{self.address}", wrap=self.wrap)
 
     @property
     def address(self):
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     def metrics(self):
-        return requests.get(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10).text
+        return requests.get(f"http://{self.host}:{self.metrics_port}/metrics", timeout=10).text
 
 
 class Gateway:
@@ -153,8 +158,9 @@ def load(url, n_requests, clients, on_progress=None):
     return failures
 
 
-def test_kill9_under_load_loses_nothing_and_traffic_returns(cluster, report):
-    workers, gw = cluster
+def kill9_under_load(workers, gw, report, what):
+    """2000 requests from 16 clients; workers[1] is killed -9 after 400 of them. Not one request
+    may fail; the victim leaves the rotation, and takes traffic again once restarted."""
     victim = workers[1]
     killed = threading.Event()
 
@@ -169,18 +175,73 @@ def test_kill9_under_load_loses_nothing_and_traffic_returns(cluster, report):
     assert killed.is_set()
     assert failures == [], f"{len(failures)} failed requests, e.g. {failures[:3]}"
     retries = metric(gw.metrics(), "orchid_gateway_chunk_retries_total")
-    report.append(("split serving kill -9",
+    report.append((what,
                    f"2000 requests / 16 clients in {elapsed:.1f}s, 0 failed, {retries:.0f} retried"))
     assert metric(gw.metrics(), "orchid_gateway_replica_healthy",
                   replica=victim.address) == 0
     victim.proc.proc.wait()
-    victim.start()  # same port
+    victim.start()  # same address
     deadline = time.monotonic() + 30
     while metric(gw.metrics(), "orchid_gateway_replica_healthy", replica=victim.address) != 1:
         assert time.monotonic() < deadline, "restarted worker never came back into rotation"
         time.sleep(0.1)
     assert load(gw.url, 200, 8) == []
     assert metric(victim.metrics(), "orchid_worker_requests_total") > 0, "no traffic returned"
+
+
+def test_kill9_under_load_loses_nothing_and_traffic_returns(cluster, report):
+    workers, gw = cluster
+    kill9_under_load(workers, gw, report, "split serving kill -9")
+
+
+@pytest.fixture
+def namespaces():
+    """Three network namespaces, each joined to this one by a veth pair: (name, worker address).
+    Skips where they cannot be made (not root, or no CAP_NET_ADMIN in a container)."""
+    if shutil.which("ip") is None:
+        pytest.skip("network namespaces: the `ip` command (iproute2) is not installed")
+    tag = f"{os.getpid() % 100000}"
+    subnet = 100 + os.getpid() % 100
+    made = []
+
+    def ip(*args):
+        return subprocess.run(["ip", *args], capture_output=True, text=True, check=True)
+
+    try:
+        try:
+            for i in range(3):
+                ns, outer, inner = f"orchid-e2e-{tag}-{i}", f"oe{tag}h{i}", f"oe{tag}w{i}"
+                ip("netns", "add", ns)
+                made.append(ns)
+                ip("link", "add", outer, "type", "veth", "peer", "name", inner)
+                ip("link", "set", inner, "netns", ns)
+                ip("addr", "add", f"10.{subnet}.{i}.1/24", "dev", outer)
+                ip("link", "set", outer, "up")
+                ip("netns", "exec", ns, "ip", "addr", "add", f"10.{subnet}.{i}.2/24", "dev", inner)
+                ip("netns", "exec", ns, "ip", "link", "set", inner, "up")
+                ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
+        except subprocess.CalledProcessError as e:
+            pytest.skip(f"network namespaces cannot be made here: `{' '.join(e.cmd)}`: "
+                        f"{e.stderr.strip()}")
+        yield [(ns, f"10.{subnet}.{i}.2") for i, ns in enumerate(made)]
+    finally:
+        for ns in made:  # deleting a namespace deletes its end of the veth pair, and so the pair
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def test_kill9_with_workers_in_their_own_network_namespaces(namespaces, report):
+    """The fault test again, with each worker in a network namespace of its own at its own
+    address (10.x.i.2, reached over a veth pair), as workers on separate hosts would be."""
+    workers, gw = [], None
+    try:
+        workers = [Worker(host=addr, wrap=("ip", "netns", "exec", ns)) for ns, addr in namespaces]
+        gw = Gateway(workers, "--chunk-tokens", "64")
+        kill9_under_load(workers, gw, report, "split serving kill -9, workers in netns")
+    finally:
+        if gw is not None:
+            assert gw.proc.stop() == 0, gw.proc.log_text()
+        for w in workers:
+            w.proc.stop()
 
 
 def test_sigterm_on_a_worker_lets_in_flight_requests_complete(cluster):
