@@ -32,6 +32,9 @@ struct Replica {
   std::atomic<bool> healthy{false};
   std::atomic<bool> removed{false};
   std::atomic<uint64_t> chunks_done{0};
+  // Scorers' chunks go to the Score RPC; false once the worker answered UNIMPLEMENTED (older
+  // than Score): they go to Embed, which answers scorers with logit rows too.
+  std::atomic<bool> score_rpc{true};
   bool info_checked = false;  // health thread only
   bool mismatch_logged = false;
   Gauge* outstanding_gauge = nullptr;
@@ -129,6 +132,10 @@ struct ChunkCall {
   int64_t tokens = 0;
   v1::EmbedRequest request;
   v1::EmbedResponse response;
+  bool scorer = false;     // the pool's model is a scorer
+  bool via_score = false;  // the current attempt is a Score call
+  v1::ScoreRequest score_request;
+  v1::ScoreResponse score_response;
   std::unique_ptr<grpc::ClientContext> context;
   std::shared_ptr<Replica> replica;  // of the current attempt
   std::set<const Replica*> tried;
@@ -399,6 +406,18 @@ struct ReplicaPool::Impl {
     }
     r->outstanding += call->tokens;
     if (r->outstanding_gauge != nullptr) r->outstanding_gauge->Inc(double(call->tokens));
+    call->via_score = call->scorer && r->score_rpc;
+    if (call->via_score) {
+      if (call->score_request.pairs_size() == 0) {
+        *call->score_request.mutable_pairs() = call->request.sequences();
+        call->score_request.set_model(call->request.model());
+        call->score_request.set_tokenizer_fingerprint(call->request.tokenizer_fingerprint());
+      }
+      call->score_response.Clear();
+      r->stub->async()->Score(call->context.get(), &call->score_request, &call->score_response,
+                              [this, call](grpc::Status s) { OnChunkDone(call, std::move(s)); });
+      return;
+    }
     r->stub->async()->Embed(call->context.get(), &call->request, &call->response,
                             [this, call](grpc::Status s) { OnChunkDone(call, std::move(s)); });
   }
@@ -414,10 +433,19 @@ struct ReplicaPool::Impl {
     if (s.ok()) {
       ++r.chunks_done;
       Embeddings rows;
-      Status st = rpc::FromProto(call->response, &rows);
+      Status st = call->via_score ? rpc::FromProto(call->score_response, &rows)
+                                  : rpc::FromProto(call->response, &rows);
       call->job->ChunkDone(call->first_row, st.ok() ? Result<Embeddings>(std::move(rows))
                                                     : Result<Embeddings>(st));
       return;
+    }
+    if (call->via_score && s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+      // A worker older than Score: this chunk, and the replica's next ones, go to Embed.
+      if (r.score_rpc.exchange(false)) {
+        spdlog::info("replica {} has no Score RPC; scoring through Embed", r.address);
+      }
+      call->tried.erase(&r);
+      return Send(call);
     }
     CountError(r, s.error_code());
     const bool stopping_now = [&] {
@@ -542,6 +570,7 @@ void ReplicaPool::Embed(EmbedRequest request, EmbedCallback done) {
     if (impl_->model) {
       call->request.set_model(impl_->model->name);
       call->request.set_tokenizer_fingerprint(impl_->model->tokenizer_fingerprint);
+      call->scorer = impl_->model->info.task == ModelTask::kScore;
     }
     chunks.push_back(std::move(call));
   }

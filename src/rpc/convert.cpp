@@ -1,6 +1,7 @@
 #include "rpc/convert.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <utility>
@@ -66,34 +67,32 @@ Result<Pooling> FromProto(v1::Pooling p, Pooling fallback) {
   return Status::InvalidArgument("unknown pooling " + std::to_string(int(p)));
 }
 
-Status FromProto(const v1::EmbedRequest& in, const WorkerModel& model, EmbedRequest* out,
-                 int64_t* tokens) {
-  if (!in.model().empty() && in.model() != model.name) {
-    return Status::NotFound("this worker serves `" + model.name + "`, not `" + in.model() + "`");
+namespace {
+
+// The optional model name and tokenizer fingerprint a request carries, against the worker's.
+Status CheckModel(const std::string& name, uint64_t fingerprint, const WorkerModel& model) {
+  if (!name.empty() && name != model.name) {
+    return Status::NotFound("this worker serves `" + model.name + "`, not `" + name + "`");
   }
-  if (in.tokenizer_fingerprint() != 0 && model.tokenizer_fingerprint != 0 &&
-      in.tokenizer_fingerprint() != model.tokenizer_fingerprint) {
+  if (fingerprint != 0 && model.tokenizer_fingerprint != 0 &&
+      fingerprint != model.tokenizer_fingerprint) {
     return Status::FailedPrecondition(
         "the request was tokenized with another tokenizer than this worker's model uses");
   }
-  if (in.dtype() != v1::OUTPUT_DTYPE_FLOAT32) {
-    return Status::Unimplemented("only float32 output is implemented");
-  }
-  if (in.sequences_size() == 0) return Status::InvalidArgument("request has no sequences");
-  if (in.dimensions() > uint32_t(model.info.output_dim())) {
-    return Status::InvalidArgument("dimensions " + std::to_string(in.dimensions()) +
-                                   " is more than the model's " +
-                                   std::to_string(model.info.output_dim()));
-  }
-  ORCHID_ASSIGN_OR_RETURN(out->pooling, FromProto(in.pooling(), model.info.default_pooling));
-  out->normalize = in.has_normalize() ? in.normalize() : model.info.default_normalize;
-  out->dimensions = int(in.dimensions());
+  return Status::Ok();
+}
+
+// Validates the sequences (non-empty, within the maximum, ids in the vocabulary, types as long
+// as ids) and copies them into `out`, with their token types.
+Status SequencesFromProto(const google::protobuf::RepeatedPtrField<v1::Sequence>& in,
+                          const WorkerModel& model, EmbedRequest* out, int64_t* tokens) {
+  if (in.empty()) return Status::InvalidArgument("request has no sequences");
   out->sequences.clear();
-  out->sequences.reserve(size_t(in.sequences_size()));
+  out->sequences.reserve(size_t(in.size()));
   out->token_type_ids.clear();
   *tokens = 0;
-  for (int i = 0; i < in.sequences_size(); ++i) {
-    const v1::Sequence& s = in.sequences(i);
+  for (int i = 0; i < in.size(); ++i) {
+    const v1::Sequence& s = in.Get(i);
     const int n = s.token_ids_size();
     const std::string where = "sequence " + std::to_string(i);
     if (n == 0) return Status::InvalidArgument(where + " is empty");
@@ -129,6 +128,39 @@ Status FromProto(const v1::EmbedRequest& in, const WorkerModel& model, EmbedRequ
   return Status::Ok();
 }
 
+}  // namespace
+
+Status FromProto(const v1::EmbedRequest& in, const WorkerModel& model, EmbedRequest* out,
+                 int64_t* tokens) {
+  ORCHID_RETURN_IF_ERROR(CheckModel(in.model(), in.tokenizer_fingerprint(), model));
+  if (in.dtype() != v1::OUTPUT_DTYPE_FLOAT32) {
+    return Status::Unimplemented("only float32 output is implemented");
+  }
+  if (in.sequences_size() == 0) return Status::InvalidArgument("request has no sequences");
+  if (in.dimensions() > uint32_t(model.info.output_dim())) {
+    return Status::InvalidArgument("dimensions " + std::to_string(in.dimensions()) +
+                                   " is more than the model's " +
+                                   std::to_string(model.info.output_dim()));
+  }
+  ORCHID_ASSIGN_OR_RETURN(out->pooling, FromProto(in.pooling(), model.info.default_pooling));
+  out->normalize = in.has_normalize() ? in.normalize() : model.info.default_normalize;
+  out->dimensions = int(in.dimensions());
+  return SequencesFromProto(in.sequences(), model, out, tokens);
+}
+
+Status FromProto(const v1::ScoreRequest& in, const WorkerModel& model, EmbedRequest* out,
+                 int64_t* tokens) {
+  ORCHID_RETURN_IF_ERROR(CheckModel(in.model(), in.tokenizer_fingerprint(), model));
+  if (model.info.task != ModelTask::kScore) {
+    return Status::FailedPrecondition("`" + model.name +
+                                      "` is an embedder, not a reranker: call Embed for it");
+  }
+  out->pooling = model.info.default_pooling;
+  out->normalize = false;
+  out->dimensions = 0;
+  return SequencesFromProto(in.pairs(), model, out, tokens);
+}
+
 void ToProto(EmbedRequest&& in, v1::EmbedRequest* out) {
   out->clear_sequences();
   for (size_t i = 0; i < in.sequences.size(); ++i) {
@@ -153,6 +185,28 @@ void ToProto(const Embeddings& in, v1::EmbedResponse* out) {
   static_assert(sizeof(float) == 4, "float32 expected");
   // x86-64 and aarch64 are little-endian, which is the wire format.
   out->set_embeddings(reinterpret_cast<const char*>(in.data.data()), in.data.size() * 4);
+}
+
+void ToProto(const Embeddings& logits, ScoreActivation activation, v1::ScoreResponse* out) {
+  out->set_num_labels(uint32_t(logits.dim));
+  out->mutable_logits()->Assign(logits.data.begin(), logits.data.end());
+  out->mutable_scores()->Reserve(logits.rows);
+  for (int r = 0; r < logits.rows; ++r) {
+    const float x = logits.dim > 0 ? logits.data[size_t(r) * size_t(logits.dim)] : 0.0f;
+    out->add_scores(activation == ScoreActivation::kIdentity ? x : 1.0f / (1.0f + std::exp(-x)));
+  }
+}
+
+Status FromProto(const v1::ScoreResponse& in, Embeddings* out) {
+  const size_t labels = in.num_labels();
+  if (labels == 0 || in.logits_size() % labels != 0) {
+    return Status::Internal("worker sent " + std::to_string(in.logits_size()) + " logits for " +
+                            std::to_string(labels) + " labels per pair");
+  }
+  out->rows = int(size_t(in.logits_size()) / labels);
+  out->dim = int(labels);
+  out->data.assign(in.logits().begin(), in.logits().end());
+  return Status::Ok();
 }
 
 Status FromProto(const v1::EmbedResponse& in, Embeddings* out) {

@@ -38,8 +38,17 @@ Status FromProto(const v1::EmbedRequest& in, const WorkerModel& model, EmbedRequ
 // Moves the sequences of `in` into the message (the gateway side).
 void ToProto(EmbedRequest&& in, v1::EmbedRequest* out);
 
+// A Score call for a scorer: the pairs as sequences (with their token types), the model's
+// default pooling, no normalisation. FailedPrecondition when the model is an embedder.
+Status FromProto(const v1::ScoreRequest& in, const WorkerModel& model, EmbedRequest* out,
+                 int64_t* tokens);
+
 // Row-major float32, little-endian.
 void ToProto(const Embeddings& in, v1::EmbedResponse* out);
+// A scorer's logit rows [pairs, num_labels], and each pair's score through `activation`.
+void ToProto(const Embeddings& logits, ScoreActivation activation, v1::ScoreResponse* out);
+// The logit rows back (the gateway side; it applies activations itself).
+Status FromProto(const v1::ScoreResponse& in, Embeddings* out);
 Status FromProto(const v1::EmbedResponse& in, Embeddings* out);
 
 void ToProto(const WorkerModel& model, int max_batch_tokens, v1::InfoResponse* out);

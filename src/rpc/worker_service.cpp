@@ -44,9 +44,10 @@ class Service final : public v1::Worker::CallbackService {
     if (options.metrics != nullptr) {
       metrics_.registry = options.metrics;
       metrics_.duration = options.metrics->GetHistogram(
-          "orchid_worker_request_seconds", "Embed requests: arrival to reply", LatencyBuckets());
-      requests_ = options.metrics->GetCounter("orchid_worker_requests_total",
-                                              "Embed requests received (unary and streamed)");
+          "orchid_worker_request_seconds", "Embed and Score requests: arrival to reply",
+          LatencyBuckets());
+      requests_ = options.metrics->GetCounter(
+          "orchid_worker_requests_total", "Requests received (Embed, Score and streamed Embed)");
     }
   }
 
@@ -55,34 +56,19 @@ class Service final : public v1::Worker::CallbackService {
 
   grpc::ServerUnaryReactor* Embed(grpc::CallbackServerContext* ctx, const v1::EmbedRequest* req,
                                   v1::EmbedResponse* resp) override {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    const auto start = Clock::now();
-    if (requests_ != nullptr) requests_->Inc();
-    auto finish = [this, reactor, start](const grpc::Status& st) {
-      metrics_.Done("Embed", start, st.error_code());
-      reactor->Finish(st);
-    };
-    if (draining()) {
-      finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker is shutting down"));
-      return reactor;
-    }
-    EmbedRequest job;
-    int64_t tokens = 0;
-    if (Status st = FromProto(*req, model_, &job, &tokens); !st.ok()) {
-      finish(ToGrpc(st));
-      return reactor;
-    }
-    job.deadline = SteadyDeadline(ctx);
-    job.cancelled = [ctx] { return ctx->IsCancelled(); };
-    const Status st =
-        scheduler_->Enqueue(std::move(job), [resp, tokens, finish](Result<Embeddings> rows) {
-          if (!rows.ok()) return finish(ToGrpc(rows.status()));
-          ToProto(*rows, resp);
-          resp->set_prompt_tokens(uint64_t(tokens));
-          finish(grpc::Status::OK);
-        });
-    if (!st.ok()) finish(ToGrpc(st));
-    return reactor;
+    return Unary("Embed", ctx, *req, [resp](const Embeddings& rows, int64_t tokens) {
+      ToProto(rows, resp);
+      resp->set_prompt_tokens(uint64_t(tokens));
+    });
+  }
+
+  grpc::ServerUnaryReactor* Score(grpc::CallbackServerContext* ctx, const v1::ScoreRequest* req,
+                                  v1::ScoreResponse* resp) override {
+    const ScoreActivation activation = model_.info.score_activation;
+    return Unary("Score", ctx, *req, [resp, activation](const Embeddings& rows, int64_t tokens) {
+      ToProto(rows, activation, resp);
+      resp->set_prompt_tokens(uint64_t(tokens));
+    });
   }
 
   grpc::ServerBidiReactor<v1::EmbedRequest, v1::EmbedResponse>* EmbedStream(
@@ -108,6 +94,43 @@ class Service final : public v1::Worker::CallbackService {
 
   TokenBudgetScheduler* scheduler() const { return scheduler_; }
   const WorkerModel& model() const { return model_; }
+
+ private:
+  // A unary call: validated into an EmbedRequest on this gRPC thread, queued on the scheduler,
+  // answered from its completion by `fill(rows, tokens)`.
+  template <class Request, class Fill>
+  grpc::ServerUnaryReactor* Unary(const char* rpc, grpc::CallbackServerContext* ctx,
+                                  const Request& req, Fill fill) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    const auto start = Clock::now();
+    if (requests_ != nullptr) requests_->Inc();
+    auto finish = [this, rpc, reactor, start](const grpc::Status& st) {
+      metrics_.Done(rpc, start, st.error_code());
+      reactor->Finish(st);
+    };
+    if (draining()) {
+      finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker is shutting down"));
+      return reactor;
+    }
+    EmbedRequest job;
+    int64_t tokens = 0;
+    if (Status st = FromProto(req, model_, &job, &tokens); !st.ok()) {
+      finish(ToGrpc(st));
+      return reactor;
+    }
+    job.deadline = SteadyDeadline(ctx);
+    job.cancelled = [ctx] { return ctx->IsCancelled(); };
+    const Status st = scheduler_->Enqueue(
+        std::move(job), [tokens, finish, fill = std::move(fill)](Result<Embeddings> rows) {
+          if (!rows.ok()) return finish(ToGrpc(rows.status()));
+          fill(*rows, tokens);
+          finish(grpc::Status::OK);
+        });
+    if (!st.ok()) finish(ToGrpc(st));
+    return reactor;
+  }
+
+ public:
   const RpcMetrics& metrics() const { return metrics_; }
   Counter* requests() const { return requests_; }
 

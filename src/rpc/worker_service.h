@@ -4,6 +4,7 @@
 // completion without blocking anyone.
 //
 //   Embed        one request, one reply (the gateway's path)
+//   Score        rerankers: tokenized pairs in, logits and relevance scores out
 //   EmbedStream  many requests over one stream, answered as they complete
 //   Info         model, width, maximum input, tokenizer fingerprint
 //   Health       SERVING, or NOT_SERVING once draining

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <future>
 #include <memory>
 #include <set>
@@ -392,6 +394,151 @@ TEST(WorkerService, ScorerInfoAndTokenTypes) {
   for (int t : {0, 1, 1}) bad.mutable_sequences(0)->add_token_type_ids(t);
   grpc::ClientContext ctx2;
   EXPECT_EQ(stub->Embed(&ctx2, bad, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST(WorkerService, ScoreAnswersLogitsAndScoresForScorersOnly) {
+  FakeWorker w(/*auto_complete=*/true, 1024, /*scorer=*/true);
+  auto stub = w.Stub();
+  v1::ScoreRequest req;
+  v1::Sequence* a = req.add_pairs();
+  for (int id : {1, 2, 3, 4}) a->add_token_ids(id);
+  for (int t : {0, 0, 1, 1}) a->add_token_type_ids(t);
+  v1::Sequence* b = req.add_pairs();
+  for (int id : {5, 6}) b->add_token_ids(id);
+  req.set_model("fake-model");
+  req.set_tokenizer_fingerprint(kFingerprint);
+  grpc::ClientContext ctx;
+  v1::ScoreResponse resp;
+  const grpc::Status st = stub->Score(&ctx, req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(resp.num_labels(), 1u);
+  EXPECT_EQ(resp.prompt_tokens(), 6u);
+  ASSERT_EQ(resp.logits_size(), 2);
+  ASSERT_EQ(resp.scores_size(), 2);
+  const float logits[2] = {FakeEngine::ScorerLogit(4, 2), FakeEngine::ScorerLogit(2, 0)};
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_FLOAT_EQ(resp.logits(i), logits[i]) << i;
+    EXPECT_FLOAT_EQ(resp.scores(i), 1.0f / (1.0f + std::exp(-logits[i]))) << i;  // sigmoid head
+  }
+  Embeddings rows;
+  ASSERT_TRUE(rpc::FromProto(resp, &rows).ok());
+  EXPECT_EQ(rows.rows, 2);
+  EXPECT_EQ(rows.dim, 1);
+  // Refused like Embed: another tokenizer, types of the wrong length, no pairs.
+  v1::ScoreRequest other = req;
+  other.set_tokenizer_fingerprint(kFingerprint + 1);
+  grpc::ClientContext c1;
+  EXPECT_EQ(stub->Score(&c1, other, &resp).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  v1::ScoreRequest bad = req;
+  bad.mutable_pairs(1)->add_token_type_ids(1);
+  bad.mutable_pairs(1)->add_token_type_ids(1);
+  bad.mutable_pairs(1)->add_token_type_ids(1);
+  grpc::ClientContext c2;
+  EXPECT_EQ(stub->Score(&c2, bad, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  grpc::ClientContext c3;
+  EXPECT_EQ(stub->Score(&c3, v1::ScoreRequest(), &resp).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  // An embedder has no Score.
+  FakeWorker embedder;
+  grpc::ClientContext c4;
+  req.clear_model();
+  const grpc::Status refused = embedder.Stub()->Score(&c4, req, &resp);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(refused.error_message().find("call Embed"), std::string::npos)
+      << refused.error_message();
+}
+
+// A worker seen through a forwarding proxy that counts Embed and Score calls; without Score it
+// plays a worker older than that RPC (gRPC's default answer, UNIMPLEMENTED).
+class ProxyWorker final : public v1::Worker::CallbackService {
+ public:
+  ProxyWorker(const FakeWorker& target, bool with_score)
+      : stub_(target.Stub()), with_score_(with_score) {
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    b.RegisterService(this);
+    server_ = b.BuildAndStart();
+    address = "127.0.0.1:" + std::to_string(port_);
+  }
+  ~ProxyWorker() override { server_->Shutdown(std::chrono::system_clock::now()); }
+
+  grpc::ServerUnaryReactor* Embed(grpc::CallbackServerContext* ctx, const v1::EmbedRequest* req,
+                                  v1::EmbedResponse* resp) override {
+    ++embed_calls;
+    return Forward(
+        ctx, [&](grpc::ClientContext* c, auto done) { stub_->async()->Embed(c, req, resp, done); });
+  }
+  grpc::ServerUnaryReactor* Score(grpc::CallbackServerContext* ctx, const v1::ScoreRequest* req,
+                                  v1::ScoreResponse* resp) override {
+    ++score_calls;
+    if (!with_score_) {
+      auto* r = ctx->DefaultReactor();
+      r->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, ""));
+      return r;
+    }
+    return Forward(
+        ctx, [&](grpc::ClientContext* c, auto done) { stub_->async()->Score(c, req, resp, done); });
+  }
+  grpc::ServerUnaryReactor* Info(grpc::CallbackServerContext* ctx, const v1::InfoRequest* req,
+                                 v1::InfoResponse* resp) override {
+    return Forward(
+        ctx, [&](grpc::ClientContext* c, auto done) { stub_->async()->Info(c, req, resp, done); });
+  }
+  grpc::ServerUnaryReactor* Health(grpc::CallbackServerContext* ctx, const v1::HealthRequest* req,
+                                   v1::HealthResponse* resp) override {
+    return Forward(ctx, [&](grpc::ClientContext* c, auto done) {
+      stub_->async()->Health(c, req, resp, done);
+    });
+  }
+
+  std::string address;
+  std::atomic<int> embed_calls{0}, score_calls{0};
+
+ private:
+  template <class Call>
+  grpc::ServerUnaryReactor* Forward(grpc::CallbackServerContext* ctx, Call call) {
+    auto* reactor = ctx->DefaultReactor();
+    auto client = std::make_shared<grpc::ClientContext>();
+    call(client.get(), [reactor, client](grpc::Status s) { reactor->Finish(s); });
+    return reactor;
+  }
+
+  std::unique_ptr<v1::Worker::Stub> stub_;
+  bool with_score_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+// The pool scores through Score; a replica that answers UNIMPLEMENTED (older than Score) gets
+// the same chunks through Embed, and the results are the same.
+TEST(ReplicaPool, ScoresThroughScoreAndFallsBackToEmbedOnOlderWorkers) {
+  FakeWorker w(true, 1024, /*scorer=*/true);
+  for (const bool with_score : {true, false}) {
+    ProxyWorker proxy(w, with_score);
+    ReplicaPoolOptions o = PoolOptions({});
+    o.backends = {proxy.address};
+    auto pool = ReplicaPool::Start(o, 5s);
+    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+    ASSERT_TRUE(WaitHealthy(**pool, 1));
+    for (int round = 0; round < 2; ++round) {
+      const auto seqs = Sequences(8);  // 24 tokens: 4 chunks of at most 6
+      Result<Embeddings> e = Embed(**pool, seqs);
+      ASSERT_TRUE(e.ok()) << e.status().ToString();
+      ASSERT_EQ(e->rows, 8);
+      for (int i = 0; i < 8; ++i) {
+        EXPECT_FLOAT_EQ(e->row(i)[0], FakeEngine::ScorerLogit(int(seqs[size_t(i)].size()), 0));
+      }
+    }
+    if (with_score) {
+      EXPECT_GE(proxy.score_calls.load(), 8);
+      EXPECT_EQ(proxy.embed_calls.load(), 0);
+    } else {
+      // Chunks already in flight when the first UNIMPLEMENTED came back each fall back once.
+      EXPECT_GE(proxy.embed_calls.load(), 8);
+      EXPECT_LE(proxy.score_calls.load(), 4);
+    }
+    (*pool)->Shutdown(0ms);
+  }
 }
 
 TEST(ReplicaPool, ChunksCarryTokenTypesToScorers) {
