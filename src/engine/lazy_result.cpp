@@ -25,14 +25,28 @@ Result<Embeddings> LazyResult::wait() && {
   return r;
 }
 
+void LazyResult::OnReady(std::function<void()> callback) const {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (!state_->done) {
+      state_->on_ready.push_back(std::move(callback));
+      return;
+    }
+  }
+  callback();
+}
+
 void LazyResult::Promise::Set(Result<Embeddings> r) {
+  std::vector<std::function<void()>> callbacks;
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     if (state_->done) return;
     state_->result = std::move(r);
     state_->done = true;
+    callbacks.swap(state_->on_ready);
   }
   state_->cv.notify_all();
+  for (auto& callback : callbacks) callback();
 }
 
 }  // namespace orchid

@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -40,6 +41,10 @@ class LazyResult {
   // On a temporary (`engine->Submit(b).wait()`) the result is returned by value: a reference
   // into a handle destroyed at the end of the statement would dangle.
   Result<Embeddings> wait() &&;
+  // Runs `callback` once the result is ready: at once, on this thread, if it already is; else on
+  // the thread that completes it, right after waking the waiters. Keep it short (hand real work
+  // to another thread); it must not wait for this result's producer.
+  void OnReady(std::function<void()> callback) const;
 
  private:
   struct State {
@@ -47,6 +52,7 @@ class LazyResult {
     std::condition_variable cv;
     bool done = false;
     Result<Embeddings> result{Status::Internal("lazy result not completed")};
+    std::vector<std::function<void()>> on_ready;  // until done
   };
   explicit LazyResult(std::shared_ptr<State> s) : state_(std::move(s)) {}
   std::shared_ptr<State> state_;

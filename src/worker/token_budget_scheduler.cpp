@@ -97,8 +97,9 @@ ModelInfo CapInputs(ModelInfo info, int max_batch_tokens) {
 }  // namespace
 
 TokenBudgetScheduler::TokenBudgetScheduler(Engine* engine, TokenBudgetSchedulerOptions options)
-    : engine_(engine), options_(options), info_(CapInputs(engine->info(), options.max_batch_tokens)) {
-  waiter_ = std::thread([this] { RunWaiter(); });
+    : engine_(engine),
+      options_(options),
+      info_(CapInputs(engine->info(), options.max_batch_tokens)) {
   scheduler_ = std::thread([this] { RunScheduler(); });
 }
 
@@ -192,12 +193,6 @@ void TokenBudgetScheduler::Shutdown(std::chrono::milliseconds drain_timeout) {
   cv_.notify_one();
   std::lock_guard<std::mutex> serial(shutdown_mu_);
   if (scheduler_.joinable()) scheduler_.join();
-  {
-    std::lock_guard<std::mutex> lock(waiter_mu_);
-    waiter_stop_ = true;
-  }
-  waiter_cv_.notify_one();
-  if (waiter_.joinable()) waiter_.join();
 }
 
 int64_t TokenBudgetScheduler::queued_tokens() const {
@@ -284,28 +279,6 @@ void TokenBudgetScheduler::FailPending(const Status& status) {
   for (const std::shared_ptr<Entry>& entry : failed) entry->Fail(status);
 }
 
-void TokenBudgetScheduler::RunWaiter() {
-  for (;;) {
-    Submitted submitted;
-    {
-      std::unique_lock<std::mutex> lock(waiter_mu_);
-      waiter_cv_.wait(lock, [&] { return !to_wait_.empty() || waiter_stop_; });
-      if (to_wait_.empty()) return;
-      submitted = to_wait_.front();
-      to_wait_.pop_front();
-    }
-    submitted.result.wait();
-    if (options_.metrics.engine_seconds != nullptr) {
-      options_.metrics.engine_seconds->Observe(SecondsSince(submitted.at));
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++completed_batches_;
-    }
-    cv_.notify_one();
-  }
-}
-
 // Takes sequences in arrival order until the token budget is reached and submits them.
 // May take nothing (when every pending entry has failed); it then empties pending_.
 void TokenBudgetScheduler::LaunchBatch() {
@@ -378,11 +351,17 @@ void TokenBudgetScheduler::LaunchBatch() {
   const auto submitted_at = std::chrono::steady_clock::now();
   LazyResult result = engine_->Submit(std::move(batch));
   in_flight_.push_back(InFlight{result, std::move(slices)});
-  {
-    std::lock_guard<std::mutex> lock(waiter_mu_);
-    to_wait_.push_back(Submitted{result, submitted_at});
-  }
-  waiter_cv_.notify_one();
+  // On the engine's thread (or here, if the batch is already done). It notifies under the lock:
+  // once it lets go of mu_ it touches nothing of the scheduler, which may then route the batch,
+  // finish and be destroyed.
+  result.OnReady([this, submitted_at] {
+    if (options_.metrics.engine_seconds != nullptr) {
+      options_.metrics.engine_seconds->Observe(SecondsSince(submitted_at));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ++completed_batches_;
+    cv_.notify_one();
+  });
 }
 
 // Routes the rows of the oldest in-flight batch (already complete) to their requests.

@@ -130,13 +130,7 @@ class TokenBudgetScheduler {
     LazyResult result;
     std::vector<Slice> slices;
   };
-  struct Submitted {
-    LazyResult result;
-    std::chrono::steady_clock::time_point at;
-  };
-
   void RunScheduler();  // the scheduler thread: owns pending_ and in_flight_
-  void RunWaiter();     // waits on submitted results in order and reports completions
   void LaunchBatch();
   void FailPending(const Status& status);
   void RouteFront();
@@ -149,7 +143,9 @@ class TokenBudgetScheduler {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Entry>> inbox_;
-  int completed_batches_ = 0;  // reported by the waiter, not yet routed
+  // Reported by each batch's LazyResult::OnReady callback (on the engine's thread), not yet
+  // routed: the engine hands a finished batch straight to the scheduler thread.
+  int completed_batches_ = 0;
   int64_t queued_tokens_ = 0;
   int64_t queued_requests_ = 0;  // accepted, not yet wholly batched or failed
   int batches_in_flight_ = 0;
@@ -158,18 +154,11 @@ class TokenBudgetScheduler {
   std::chrono::steady_clock::time_point drain_deadline_ =
       std::chrono::steady_clock::time_point::max();
 
-  // Results the waiter thread waits on, in submission order.
-  std::mutex waiter_mu_;
-  std::condition_variable waiter_cv_;
-  std::deque<Submitted> to_wait_;
-  bool waiter_stop_ = false;
-
   // Owned by the scheduler thread alone.
   std::deque<std::shared_ptr<Entry>> pending_;
   std::deque<InFlight> in_flight_;
 
   std::mutex shutdown_mu_;  // serialises Shutdown() callers
-  std::thread waiter_;
   std::thread scheduler_;
 };
 

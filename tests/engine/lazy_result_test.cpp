@@ -24,6 +24,36 @@ TEST(LazyResultTest, CompletesAcrossThreads) {
   EXPECT_EQ(r->data[1], 2.f);
 }
 
+// OnReady before completion runs on the completing thread, once, after the result is readable;
+// OnReady after completion runs at once on the caller's thread.
+TEST(LazyResultTest, OnReadyRunsOnTheCompletingThreadOrAtOnce) {
+  auto [lazy, promise] = LazyResult::Make();
+  std::thread::id ran_on;
+  int runs = 0;
+  bool ready_inside = false;
+  lazy.OnReady([&, handle = lazy] {
+    ran_on = std::this_thread::get_id();
+    ++runs;
+    ready_inside = handle.ready();
+  });
+  EXPECT_EQ(runs, 0);
+  std::thread producer([p = std::move(promise)]() mutable {
+    p.Set(Status::Internal("done"));
+    p.Set(Status::Internal("ignored"));  // a second Set runs nothing again
+  });
+  const std::thread::id producer_id = producer.get_id();
+  producer.join();
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(ran_on, producer_id);
+  EXPECT_TRUE(ready_inside);
+  lazy.OnReady([&] {
+    ran_on = std::this_thread::get_id();
+    ++runs;
+  });
+  EXPECT_EQ(runs, 2);
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+}
+
 TEST(LazyResultTest, SecondSetIgnored) {
   auto [lazy, promise] = LazyResult::Make();
   promise.Set(Status::Internal("first"));
