@@ -6,9 +6,12 @@ client sends the same 16-token request (pre-tokenized ids, batch 1, keep-alive H
 strict alternation, so machine drift on a shared box hits both alike; the hop is the median of the
 paired differences (gateway − serve) and the difference of the two medians. Rounds of alternation
 are whole requests, not whole suites: on a noisy 2-core machine suites run seconds apart differ by
-more than the hop itself.
+more than the hop itself. And the processes are started afresh --rounds times: on a 2-core VM one
+process instance alone can run ~300 µs faster or slower than another of the same binary (where
+its threads land), which one set of processes would read as hop. A second `serve`, timed in the
+same rotation against the first (the A/A control), shows how large that is in each round.
 
-  python3 bench/serving/hop.py [--requests 3000] [--length 16]
+  python3 bench/serving/hop.py [--requests 3000] [--rounds 5] [--length 16] [--no-control]
 
 Writes bench/results/hop-YYYYMMDD-HHMMSS.{json,md}. Target (issue 4): hop ≤ +200 µs at p50.
 With build/orchid_rtt_bench built, it also records the floor: a bare HTTP /health and gRPC Health
@@ -20,6 +23,7 @@ import http.client
 import json
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -30,31 +34,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import MODEL, ORCHID, REPO, free_port, start, stop  # noqa: E402
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--requests", type=int, default=3000, help="requests to each side")
-    ap.add_argument("--length", type=int, default=16, help="tokens per request")
-    ap.add_argument("--warmup", type=int, default=200)
-    ap.add_argument("--threads", type=int, default=0, help="engine threads of serve and worker (0: all cores)")
-    ap.add_argument("--out", default=str(REPO / "bench" / "results"))
-    args = ap.parse_args()
-
-    port, wport, mport, gport = free_port(), free_port(), free_port(), free_port()
-    procs = [start([str(ORCHID), "serve", "--model", str(MODEL), "--port", str(port),
-                    "--threads", str(args.threads)],
-                   f"http://127.0.0.1:{port}/health", "hop-serve")]
-    procs.append(start([str(ORCHID), "worker", "--model", str(MODEL), "--listen", f"127.0.0.1:{wport}",
-                        "--metrics-listen", f"127.0.0.1:{mport}", "--threads", str(args.threads)],
-                       f"http://127.0.0.1:{mport}/health",
-                       "hop-worker"))
-    procs.append(start([str(ORCHID), "gateway", "--listen", f"127.0.0.1:{gport}", "--model", str(MODEL),
-                        "--backend", f"127.0.0.1:{wport}"], f"http://127.0.0.1:{gport}/health", "hop-gateway"))
+def one_round(args, body, n, rtt, seed):
+    """Fresh processes: serve (and a second serve for the A/A control), a worker and a gateway,
+    started in a shuffled order; n requests to each in rotation. One process instance alone can
+    shift its latency by ~300 µs on a 2-core VM (where its threads land), so every round starts
+    new ones and the hop is reported over rounds."""
+    port, port2, wport, mport, gport = (free_port() for _ in range(5))
+    specs = {
+        "serve": ([str(ORCHID), "serve", "--model", str(MODEL), "--port", str(port), "--threads",
+                   str(args.threads)], f"http://127.0.0.1:{port}/health"),
+        "worker": ([str(ORCHID), "worker", "--model", str(MODEL), "--listen", f"127.0.0.1:{wport}",
+                    "--metrics-listen", f"127.0.0.1:{mport}", "--threads", str(args.threads)],
+                   f"http://127.0.0.1:{mport}/health"),
+        "gateway": ([str(ORCHID), "gateway", "--listen", f"127.0.0.1:{gport}", "--model", str(MODEL),
+                     "--backend", f"127.0.0.1:{wport}"], f"http://127.0.0.1:{gport}/health"),
+    }
+    if args.control:
+        specs["serve2"] = ([str(ORCHID), "serve", "--model", str(MODEL), "--port", str(port2),
+                            "--threads", str(args.threads)], f"http://127.0.0.1:{port2}/health")
+    order = [k for k in specs if k != "gateway"]
+    random.Random(seed).shuffle(order)
+    order.append("gateway")  # needs its worker
+    procs = []
     try:
-        # [CLS] + ids + [SEP], as the tokenizer would give: ordinary word-piece ids.
-        ids = [101] + [2000 + 37 * i for i in range(args.length - 2)] + [102]
-        body = json.dumps({"input": [ids]})
-        conns = {name: http.client.HTTPConnection("127.0.0.1", p) for name, p in
-                 (("serve", port), ("gateway", gport))}
+        for name in order:
+            procs.append(start(specs[name][0], specs[name][1], f"hop-{name}"))
+        targets = [("serve", port), ("gateway", gport)] + ([("serve2", port2)] if args.control else [])
+        conns = {name: http.client.HTTPConnection("127.0.0.1", p) for name, p in targets}
         first = {}
 
         def call(name):
@@ -70,35 +76,66 @@ def main():
                 first[name] = json.loads(data)["data"][0]["embedding"]
             return (t1 - t0) * 1e6
 
+        names = [name for name, _ in targets]
         for i in range(args.warmup):
-            call("serve")
-            call("gateway")
+            for name in names:
+                call(name)
         # Both deployments must give the same numbers before their times mean anything.
         diff = max(abs(a - b) for a, b in zip(first["serve"], first["gateway"]))
         if diff > 1e-6:
             sys.exit(f"serve and gateway disagree: max |diff| {diff}")
-        serve_us, gw_us = [], []
-        for i in range(args.requests):
-            # Alternate which goes first, so neither always follows the other.
-            order = ("serve", "gateway") if i % 2 == 0 else ("gateway", "serve")
-            t = {name: call(name) for name in order}
-            serve_us.append(t["serve"])
-            gw_us.append(t["gateway"])
+        t = {name: [] for name in names}
+        for i in range(n):
+            # Rotate which goes first, so that none always follows another.
+            for name in names[i % len(names):] + names[:i % len(names)]:
+                t[name].append(call(name))
         # The floor: what one bare round trip costs here with no engine behind it, HTTP (serve's
         # /health) and gRPC (the worker's Health), from C++ clients. The hop adds one gRPC leg.
         # In the same rotation, the same request to serve, to the worker's Embed over gRPC, and
         # to the gateway: the hop split into the gRPC leg and the gateway's own part.
-        rtt = ORCHID.parent / "orchid_rtt_bench"
+        rtt_bin = ORCHID.parent / "orchid_rtt_bench"
         floor = None
-        if rtt.exists():
+        if rtt and rtt_bin.exists():
             floor = json.loads(subprocess.run(
-                [str(rtt), "--http", f"127.0.0.1:{port}", "--grpc", f"127.0.0.1:{wport}",
+                [str(rtt_bin), "--http", f"127.0.0.1:{port}", "--grpc", f"127.0.0.1:{wport}",
                  "--gateway", f"127.0.0.1:{gport}", "--length", str(args.length),
                  "--requests", str(min(args.requests, 2000))],
                 check=True, capture_output=True, text=True).stdout)
     finally:
         for p in reversed(procs):
             stop(p)
+    return t["serve"], t["gateway"], t.get("serve2", []), floor
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--requests", type=int, default=3000, help="requests to each side")
+    ap.add_argument("--length", type=int, default=16, help="tokens per request")
+    ap.add_argument("--warmup", type=int, default=200, help="warm-up requests per round")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="fresh processes this many times; --requests are spread over them")
+    ap.add_argument("--no-control", dest="control", action="store_false",
+                    help="skip the A/A control (a second serve timed against the first)")
+    ap.add_argument("--threads", type=int, default=0, help="engine threads of serve and worker (0: all cores)")
+    ap.add_argument("--out", default=str(REPO / "bench" / "results"))
+    args = ap.parse_args()
+
+    # [CLS] + ids + [SEP], as the tokenizer would give: ordinary word-piece ids.
+    ids = [101] + [2000 + 37 * i for i in range(args.length - 2)] + [102]
+    body = json.dumps({"input": [ids]})
+    per_round = max(10, args.requests // args.rounds)
+    serve_us, gw_us, control_us, rounds, floor = [], [], [], [], None
+    for rnd in range(args.rounds):
+        s, g, c, f = one_round(args, body, per_round, rtt=rnd == args.rounds - 1, seed=rnd)
+        serve_us += s
+        gw_us += g
+        control_us += c
+        floor = f or floor
+        rounds.append({"hop_us": statistics.median([b - a for a, b in zip(s, g)]),
+                       "control_us": statistics.median([b - a for a, b in zip(s, c)]) if c else None})
+        print(f"round {rnd + 1}/{args.rounds}: hop {rounds[-1]['hop_us']:+.0f} µs"
+              + (f", serve A/A control {rounds[-1]['control_us']:+.0f} µs" if c else ""),
+              file=sys.stderr)
 
     paired = [g - s for s, g in zip(serve_us, gw_us)]
     q = lambda v, f: sorted(v)[min(len(v) - 1, int(f * len(v)))]  # noqa: E731
@@ -114,31 +151,42 @@ def main():
         "serve_us": {"p50": q(serve_us, 0.5), "p90": q(serve_us, 0.9), "p99": q(serve_us, 0.99)},
         "gateway_us": {"p50": q(gw_us, 0.5), "p90": q(gw_us, 0.9), "p99": q(gw_us, 0.99)},
         "hop_us_median_of_paired_differences": statistics.median(paired),
+        "rounds": rounds,
+        "hop_us_median_of_rounds": statistics.median(r["hop_us"] for r in rounds),
         "hop_us_difference_of_medians": q(gw_us, 0.5) - q(serve_us, 0.5),
     }
     if floor is not None:
         res["floor_us"] = floor
-    # The spread of the estimate: medians of the paired differences over ten slices in time.
-    k = len(paired) // 10
-    res["hop_us_per_tenth"] = [statistics.median(paired[i * k:(i + 1) * k]) for i in range(10)]
+    if control_us:
+        res["control_us_median_of_rounds"] = statistics.median(r["control_us"] for r in rounds)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     base = Path(args.out) / f"hop-{stamp}"
     base.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n")
+    hop_rounds = ", ".join(f"{r['hop_us']:+.0f}" for r in rounds)
+    control_rounds = ", ".join(f"{r['control_us']:+.0f}" for r in rounds if r["control_us"] is not None)
     md = [f"# Gateway→worker hop, {res['date']}", "",
           f"- machine: {res['machine']} (shared, noisy)",
           f"- commit: {res['commit']}{' (with uncommitted changes)' if res['dirty'] else ''}",
           f"- model: all-MiniLM-L6-v2, fp32, engine threads {args.threads or os.cpu_count()}; "
           f"{args.length} token ids, batch 1, keep-alive HTTP, "
-          f"{args.requests} requests to each side in strict alternation after {args.warmup} warm-up pairs "
+          f"{args.rounds} rounds of fresh processes (started in a shuffled order), each "
+          f"{per_round} requests to each target in rotation after {args.warmup} warm-up rounds "
           f"(outputs checked equal)",
           "- made by `python3 bench/serving/hop.py`", "",
           "| target | p50 µs | p90 µs | p99 µs |", "|---|---|---|---|",
           *(f"| {n} | {res[k]['p50']:.0f} | {res[k]['p90']:.0f} | {res[k]['p99']:.0f} |"
             for n, k in (("serve", "serve_us"), ("gateway + worker", "gateway_us"))), "",
-          f"- hop, median of paired differences: **{res['hop_us_median_of_paired_differences']:+.0f} µs** "
-          f"(per tenth of the run: {', '.join(f'{v:+.0f}' for v in res['hop_us_per_tenth'])})",
-          f"- hop, difference of medians: {res['hop_us_difference_of_medians']:+.0f} µs",
+          f"- hop, median over rounds of each round's median paired difference: "
+          f"**{res['hop_us_median_of_rounds']:+.0f} µs** (rounds: "
+          f"{hop_rounds})",
+          f"- hop, median of all paired differences: {res['hop_us_median_of_paired_differences']:+.0f} µs; "
+          f"difference of medians: {res['hop_us_difference_of_medians']:+.0f} µs",
+          *([f"- A/A control, a second `serve` against the first, same rotation: median over rounds "
+             f"{res['control_us_median_of_rounds']:+.0f} µs (rounds: "
+             f"{control_rounds}): differences of "
+             "this size between two identical processes are placement, not the hop"]
+            if control_us else []),
           "- target (issue 4): ≤ +200 µs"]
     if floor is not None:
         md += ["", "Round trips from C++ clients (`orchid_rtt_bench`, one connection each, the five kinds "

@@ -25,7 +25,7 @@ import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-ORCHID = REPO / "build" / "orchid"
+ORCHID = Path(os.environ.get("ORCHID_BIN", REPO / "build" / "orchid"))
 MODEL = REPO / "models" / "all-MiniLM-L6-v2"
 PEER_PY = REPO / ".venv-peer" / "bin" / "python"
 LOGS = []
