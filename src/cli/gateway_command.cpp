@@ -23,7 +23,6 @@
 #include "gateway/gateway.h"
 #include "gateway/replica_pool.h"
 #include "models/model_loader.h"
-#include "models/sentence_transformers.h"
 #include "rpc/convert.h"
 #include "tokenizer/tokenizer.h"
 
@@ -216,21 +215,13 @@ int RunGateway(const GatewayCommandOptions& o) {
   gw.metrics = &metrics;
   std::vector<GatewayModel> fronted;
   for (const FrontedModel& m : models) {
-    GatewayModel g;
-    g.name = m.name;
-    g.tokenizer = m.tokenizer.get();
-    g.backend = m.pool.get();
-    if (!m.dir.empty()) {
-      auto prompts = ReadPromptConfig(m.dir);
-      if (!prompts.ok()) {
-        spdlog::error("{}", prompts.status().ToString());
-        shutdown_all();
-        return 1;
-      }
-      g.prompts = std::move(*prompts);
+    auto g = FrontModel(m.name, m.tokenizer.get(), m.pool.get(), m.dir, o.http);
+    if (!g.ok()) {
+      spdlog::error("{}", g.status().ToString());
+      shutdown_all();
+      return 1;
     }
-    g.default_prompt = o.http.default_prompt;
-    fronted.push_back(std::move(g));
+    fronted.push_back(std::move(*g));
   }
   Gateway gateway(std::move(fronted), gw);
   if (Status st = gateway.Start(); !st.ok()) {

@@ -17,7 +17,6 @@
 #include "gateway/embed_backend.h"
 #include "gateway/gateway.h"
 #include "models/model_loader.h"
-#include "models/sentence_transformers.h"
 #include "tokenizer/tokenizer.h"
 
 namespace orchid::cli {
@@ -104,19 +103,14 @@ int RunServe(const ServeOptions& o) {
   gw.metrics = &metrics;
   std::vector<GatewayModel> models;
   for (const auto& h : hosted) {
-    GatewayModel m;
-    m.name = h->serving.model.name;
-    m.tokenizer = h->tokenizer.get();
-    m.backend = h->backend.get();
-    auto prompts = ReadPromptConfig(h->spec.dir);
-    if (!prompts.ok()) {
-      spdlog::error("{}", prompts.status().ToString());
+    auto m = FrontModel(h->serving.model.name, h->tokenizer.get(), h->backend.get(), h->spec.dir,
+                        o.http);
+    if (!m.ok()) {
+      spdlog::error("{}", m.status().ToString());
       shutdown_all();
       return 1;
     }
-    m.prompts = std::move(*prompts);
-    m.default_prompt = o.http.default_prompt;
-    models.push_back(std::move(m));
+    models.push_back(std::move(*m));
   }
   Gateway gateway(std::move(models), gw);
   if (Status st = gateway.Start(); !st.ok()) {

@@ -120,6 +120,19 @@ Status ApplyHttpFrontFlags(const HttpFrontFlags& f, const std::string& model_dir
   return Status::Ok();
 }
 
+Result<GatewayModel> FrontModel(std::string name, const Tokenizer* tokenizer, EmbedBackend* backend,
+                                const std::string& dir, const HttpFrontFlags& flags) {
+  GatewayModel m;
+  m.name = std::move(name);
+  m.tokenizer = tokenizer;
+  m.backend = backend;
+  if (!dir.empty()) {
+    ORCHID_ASSIGN_OR_RETURN(m.prompts, ReadPromptConfig(dir));
+  }
+  m.default_prompt = flags.default_prompt;
+  return m;
+}
+
 Result<ServingModel> LoadServingModel(const std::string& dir, const std::string& served_name,
                                       const SchedulerFlags& flags, MetricsRegistry* metrics,
                                       bool label_model) {

@@ -64,6 +64,11 @@ void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* flags);
 Status ApplyHttpFrontFlags(const HttpFrontFlags& flags, const std::string& model_dir,
                            GatewayOptions* options);
 
+// One model of the HTTP front (`serve` or `gateway`): `dir`'s named prompts
+// (config_sentence_transformers.json; none when dir is empty) and --default-prompt.
+Result<GatewayModel> FrontModel(std::string name, const Tokenizer* tokenizer, EmbedBackend* backend,
+                                const std::string& dir, const HttpFrontFlags& flags);
+
 // A model loaded into a CPU engine with a scheduler in front: the worker half of serving.
 struct ServingModel {
   rpc::WorkerModel model;  // name, info, max input, tokenizer fingerprint
