@@ -2,12 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
 #include <memory>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "gateway/json_writer.h"
 #include "gateway/tokenize_routes.h"
@@ -329,8 +331,9 @@ HttpResponse Router::Models() const {
 // ("degraded" when some can), and the body names each model's state, so that one model without
 // workers does not take the others out of a load balancer.
 HttpResponse Router::Health() const {
-  size_t up = 0;
-  for (const RoutedModel& m : models_) up += m.embed->healthy() ? 1 : 0;
+  std::vector<bool> healthy;  // read once: replicas come and go while this runs
+  for (const RoutedModel& m : models_) healthy.push_back(m.embed->healthy());
+  const size_t up = size_t(std::count(healthy.begin(), healthy.end(), true));
   HttpResponse r;
   JsonWriter w(&r.body);
   w.BeginObject().Key("status").String(up == models_.size() ? "ok"
@@ -342,8 +345,8 @@ HttpResponse Router::Health() const {
   }
   if (models_.size() > 1) {
     w.Key("models").BeginObject();
-    for (const RoutedModel& m : models_) {
-      w.Key(m.embed->model_name()).String(m.embed->healthy() ? "ok" : "unavailable");
+    for (size_t i = 0; i < models_.size(); ++i) {
+      w.Key(models_[i].embed->model_name()).String(healthy[i] ? "ok" : "unavailable");
     }
     w.EndObject();
   }
@@ -376,7 +379,7 @@ HttpResponse Router::Info() const {
   w.Key("max_input_length").Int(m.max_seq_length());
   w.Key("max_client_batch_size").Int(int64_t(kMaxClientBatchSize));
   w.Key("auto_truncate").Bool(false);
-  w.Key("version").String(std::string("orchid ") + ORCHID_VERSION);
+  w.Key("version").String(std::string("orchid ") + ORCHID_VERSION_STRING);
   w.Key("architecture").String(info.architecture);
   w.Key("dimensions").Int(info.output_dim());
   w.Key("normalize").Bool(!m.is_scorer() && m.normalize());
