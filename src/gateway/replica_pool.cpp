@@ -1,12 +1,12 @@
 #include "gateway/replica_pool.h"
 
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <netdb.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <arpa/inet.h>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "rpc/convert.h"
 
@@ -137,6 +138,7 @@ struct ChunkCall {
   v1::ScoreRequest score_request;
   v1::ScoreResponse score_response;
   std::unique_ptr<grpc::ClientContext> context;
+  std::vector<std::unique_ptr<grpc::ClientContext>> spent_contexts;  // earlier attempts'
   std::shared_ptr<Replica> replica;  // of the current attempt
   std::set<const Replica*> tried;
   bool retried_transport = false;  // the one retry after a transport failure is used
@@ -385,6 +387,9 @@ struct ReplicaPool::Impl {
     }
     call->tried.insert(r.get());
     call->replica = r;
+    // A retry is sent from the callback of the attempt before it: that attempt's context is
+    // kept (not destroyed inside its own callback) until the chunk call itself goes.
+    if (call->context) call->spent_contexts.push_back(std::move(call->context));
     call->context = std::make_unique<grpc::ClientContext>();
     auto timeout = std::chrono::duration_cast<std::chrono::system_clock::duration>(
         options.request_timeout);

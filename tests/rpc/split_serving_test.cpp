@@ -9,6 +9,7 @@
 #include <cmath>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -495,18 +496,27 @@ class ProxyWorker final : public v1::Worker::CallbackService {
   std::atomic<int> embed_calls{0}, score_calls{0};
 
  private:
+  // The forwarded calls' client contexts live as long as the proxy, so that none is destroyed
+  // from inside its own call's callback.
   template <class Call>
   grpc::ServerUnaryReactor* Forward(grpc::CallbackServerContext* ctx, Call call) {
     auto* reactor = ctx->DefaultReactor();
-    auto client = std::make_shared<grpc::ClientContext>();
-    call(client.get(), [reactor, client](grpc::Status s) { reactor->Finish(s); });
+    grpc::ClientContext* client = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      clients_.push_back(std::make_unique<grpc::ClientContext>());
+      client = clients_.back().get();
+    }
+    call(client, [reactor](grpc::Status s) { reactor->Finish(s); });
     return reactor;
   }
 
   std::unique_ptr<v1::Worker::Stub> stub_;
   bool with_score_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<grpc::ClientContext>> clients_;
   int port_ = 0;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpc::Server> server_;  // destroyed first: no call is left to use the rest
 };
 
 // The pool scores through Score; a replica that answers UNIMPLEMENTED (older than Score) gets
