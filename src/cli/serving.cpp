@@ -105,6 +105,10 @@ void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* f) {
   cmd->add_option("--default-prompt", f->default_prompt,
                   "text put before every input that names no prompt_name / input_type "
                   "(default: the model's default_prompt_name, if any)");
+  cmd->add_option("--api-key", f->api_key,
+                  "require `Authorization: Bearer KEY` on every route but /health and /metrics "
+                  "(401 otherwise); prefer the environment variable, which `ps` does not show")
+      ->envname("ORCHID_API_KEY");
 }
 
 Status ApplyHttpFrontFlags(const HttpFrontFlags& f, const std::string& model_dir,
@@ -114,6 +118,7 @@ Status ApplyHttpFrontFlags(const HttpFrontFlags& f, const std::string& model_dir
   o->max_body_bytes = f.max_body_bytes;
   o->shutdown_grace = std::chrono::milliseconds(int64_t(f.shutdown_grace_s * 1000));
   o->default_prompt = f.default_prompt;
+  o->api_key = f.api_key;
   if (!model_dir.empty()) {
     ORCHID_ASSIGN_OR_RETURN(o->prompts, ReadPromptConfig(model_dir));
   }

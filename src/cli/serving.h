@@ -56,8 +56,10 @@ struct HttpFrontFlags {
   int tokenizer_threads = 2;
   double shutdown_grace_s = 20;
   std::optional<std::string> default_prompt;
+  std::string api_key;
 };
-// --max-body-bytes, --io-threads, --tokenizer-threads, --shutdown-grace, --default-prompt.
+// --max-body-bytes, --io-threads, --tokenizer-threads, --shutdown-grace, --default-prompt,
+// --api-key (or ORCHID_API_KEY).
 void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* flags);
 // Copies the flags into the gateway's options, with the named prompts of `model_dir`'s
 // config_sentence_transformers.json (none when model_dir is empty).

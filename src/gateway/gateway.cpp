@@ -25,7 +25,9 @@ struct Gateway::Impl {
                  Dispatch(std::move(request), std::move(reply));
                }),
         pool(size_t(std::max(1, options.worker_threads))),
-        router(MakeServices(), options.metrics) {}
+        router(MakeServices(), options.metrics) {
+    router.SetApiKey(options.api_key);
+  }
 
   // One embeddings and one scoring service per model, in order (the router's list).
   std::vector<RoutedModel> MakeServices() {

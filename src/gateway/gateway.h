@@ -37,6 +37,7 @@ struct GatewayOptions {
   MetricsRegistry* metrics = nullptr;  // serves GET /metrics when set
   PromptConfig prompts;                 // the model's named prompts
   std::optional<std::string> default_prompt;  // --default-prompt
+  std::string api_key;  // required as `Authorization: Bearer <key>` when not empty (--api-key)
 };
 
 // One model of a multi-model gateway.

@@ -123,6 +123,9 @@ class Session : public std::enable_shared_from_this<Session> {
     HttpRequest request;
     request.method = std::string(req.method_string());
     request.target = std::string(req.target());
+    if (auto it = req.find(http::field::authorization); it != req.end()) {
+      request.authorization = std::string(it->value());
+    }
     request.body = std::move(req.body());
     stream_.expires_never();  // the handler always replies; the engine has no deadline here
     state_->BeginRequest();
@@ -139,6 +142,7 @@ class Session : public std::enable_shared_from_this<Session> {
     res->set(http::field::server, "orchid");
     res->set(http::field::content_type, r.content_type);
     if (!r.allow.empty()) res->set(http::field::allow, r.allow);
+    if (!r.www_authenticate.empty()) res->set(http::field::www_authenticate, r.www_authenticate);
     res->keep_alive(keep_alive_ && !state_->stopping.load());
     res->body() = std::move(r.body);
     res->prepare_payload();

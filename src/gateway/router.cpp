@@ -65,6 +65,22 @@ Reply Once(Reply reply) {
   };
 }
 
+// Whether `given` equals `expected`, in time that depends on their lengths only (not on where
+// they first differ), so that a key cannot be guessed byte by byte from response times. The
+// scheme is matched without regard to case, as RFC 9110 says.
+bool SameAuthorization(std::string_view given, std::string_view expected) {
+  constexpr std::string_view kScheme = "bearer ";
+  unsigned diff = given.size() == expected.size() ? 0u : 1u;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    unsigned char g = i < given.size() ? static_cast<unsigned char>(given[i]) : 0;
+    unsigned char e = static_cast<unsigned char>(expected[i]);
+    if (i < kScheme.size() && g >= 'A' && g <= 'Z') g = static_cast<unsigned char>(g + 32);
+    if (i < kScheme.size() && e >= 'A' && e <= 'Z') e = static_cast<unsigned char>(e + 32);
+    diff |= unsigned(g ^ e);
+  }
+  return diff == 0;
+}
+
 HttpResponse InternalError(const std::exception& e) {
   spdlog::error("internal error while handling a request: {}", e.what());
   return ErrorResponse(ApiError::FromStatus(Status::Internal(e.what())));
@@ -89,6 +105,10 @@ Router::Router(std::vector<RoutedModel> models, MetricsRegistry* metrics)
       created_(std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::system_clock::now().time_since_epoch())
                    .count()) {}
+
+void Router::SetApiKey(std::string key) {
+  expected_authorization_ = key.empty() ? std::string() : "Bearer " + key;
+}
 
 void Router::Handle(HttpRequest request, Reply reply) {
   if (metrics_ != nullptr) {
@@ -117,6 +137,18 @@ void Router::Handle(HttpRequest request, Reply reply) {
 
 void Router::Route(HttpRequest request, const Reply& reply) {
   const std::string_view path = PathOf(request.target);
+  if (!expected_authorization_.empty() && path != "/health" && path != "/metrics" &&
+      !SameAuthorization(request.authorization, expected_authorization_)) {
+    ApiError e = ApiError::InvalidRequest(
+        request.authorization.empty()
+            ? "this server requires an API key: send `Authorization: Bearer <key>`"
+            : "the API key in the Authorization header is not this server's",
+        {}, "invalid_api_key");
+    e.http_status = 401;
+    HttpResponse r = ErrorResponse(e);
+    r.www_authenticate = "Bearer";
+    return reply(std::move(r));
+  }
 
   const RouteEntry* route = nullptr;
   for (const RouteEntry& r : kRoutes) {

@@ -11,6 +11,10 @@
 //   GET  /v1/models       every served model
 //   GET  /health          {"status":"ok"}, or 503 while no worker can take requests
 //   GET  /metrics         Prometheus text format (when a registry is given)
+//   GET  /info            the default model, in text-embeddings-inference's shape
+//
+// With an API key set (SetApiKey), every route but /health and /metrics answers 401 unless the
+// request carries `Authorization: Bearer <key>` (what OpenAI's clients send).
 //
 // Several models can be served at once: the request's `model` field picks one (absent: the
 // first); an unknown name answers 404 listing the served names. /embed, /tokenize and /decode
@@ -35,12 +39,14 @@ struct HttpRequest {
   std::string method;  // "GET", "POST", ...
   std::string target;  // path and optional query, e.g. "/v1/embeddings?x=1"
   std::string body;
+  std::string authorization;  // the Authorization header, if any
 };
 
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string allow;  // the Allow header of a 405, else empty
+  std::string www_authenticate;  // the WWW-Authenticate header of a 401, else empty
   std::string body;
 };
 
@@ -63,6 +69,10 @@ class Router {
                   ScoreService* score = nullptr);
   explicit Router(std::vector<RoutedModel> models, MetricsRegistry* metrics = nullptr);
 
+  // Requires `Authorization: Bearer <key>` on every route but /health and /metrics (an empty key
+  // requires nothing). Call before the first Handle().
+  void SetApiKey(std::string key);
+
   // Calls `reply` exactly once, possibly on another thread (the service's completions executor).
   // An exception while handling becomes a 500 reply.
   void Handle(HttpRequest request, Reply reply);
@@ -82,6 +92,7 @@ class Router {
   std::vector<RoutedModel> models_;
   EmbeddingService* service_;  // the first model's
   MetricsRegistry* metrics_;
+  std::string expected_authorization_;  // "Bearer <key>"; empty: no key required
   int64_t created_;  // reported as the model's "created" time: when the server started
 };
 

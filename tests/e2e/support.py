@@ -38,9 +38,10 @@ class OrchidProcess:
     """An `orchid` subcommand as a child process, its output collected; ready once a line of
     its log matches `ready` (the match is kept in self.ready)."""
 
-    def __init__(self, args, ready, startup_timeout=120, name=None, wrap=()):
+    def __init__(self, args, ready, startup_timeout=120, name=None, wrap=(), env=None):
         """`wrap`: a command the orchid command line is appended to (e.g. `ip netns exec NS`);
-        it must exec orchid in place, so that signals reach orchid itself."""
+        it must exec orchid in place, so that signals reach orchid itself. `env`: variables
+        added to this process's environment for the child."""
         if not ORCHID_BIN.exists():
             pytest.fail(f"ORCHID_BIN {ORCHID_BIN} does not exist (run `make build`)")
         if not (ORCHID_MODEL / "config.json").exists():
@@ -50,7 +51,8 @@ class OrchidProcess:
         self.log = []
         self._lines = queue.Queue()
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, encoding="utf-8", errors="replace")
+                                     text=True, encoding="utf-8", errors="replace",
+                                     env={**os.environ, **env} if env else None)
         threading.Thread(target=self._pump, daemon=True).start()
         self.deadline = time.monotonic() + startup_timeout
         self.ready = self._wait_line(re.compile(ready), startup_timeout)
@@ -112,10 +114,11 @@ def wait_healthy(url, deadline, proc):
 class OrchidServer(OrchidProcess):
     """`orchid serve` on a free port (--port 0; the port is read from its startup log line)."""
 
-    def __init__(self, *extra_args, startup_timeout=120, model=None):
+    def __init__(self, *extra_args, startup_timeout=120, model=None, env=None):
         super().__init__(["serve", "--model", str(model or ORCHID_MODEL), "--host", "127.0.0.1",
                           "--port", "0", *extra_args],
-                         ready=r" on http://(\S+):(\d+)\s*$", startup_timeout=startup_timeout)
+                         ready=r" on http://(\S+):(\d+)\s*$", startup_timeout=startup_timeout,
+                         env=env)
         self.port = int(self.ready.group(2))
         self.url = f"http://127.0.0.1:{self.port}"
         wait_healthy(self.url, self.deadline, self)

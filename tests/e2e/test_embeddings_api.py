@@ -207,3 +207,39 @@ def test_prompts_from_the_model_config(tmp_path):
         assert r.status_code == 400 and r.json()["error"]["param"] == "prompt_name"
     finally:
         assert s.stop() == 0
+
+
+def test_api_key_guards_the_api_but_not_health_or_metrics():
+    """ORCHID_API_KEY (or --api-key): the API answers 401 (OpenAI's error shape, WWW-Authenticate:
+    Bearer) without the key and serves the official client that sends it; /health and /metrics
+    stay open for probes and scrapers; the key never appears in the log."""
+    key = "orchid-test-key-9f2c"
+    s = OrchidServer(env={"ORCHID_API_KEY": key})
+    try:
+        url = s.url
+        r = requests.post(url + "/v1/embeddings", json={"input": "hi"}, timeout=30)
+        assert r.status_code == 401, r.text
+        assert r.headers["WWW-Authenticate"] == "Bearer"
+        assert r.json()["error"]["code"] == "invalid_api_key"
+        for path in ("/embed", "/tokenize"):
+            r = requests.post(url + path, json={"inputs": "hi"}, timeout=30,
+                              headers={"Authorization": "Bearer " + key[:-1]})
+            assert r.status_code == 401, (path, r.text)
+        assert requests.get(url + "/v1/models", timeout=30).status_code == 401
+        assert requests.get(url + "/health", timeout=30).status_code == 200
+        assert requests.get(url + "/metrics", timeout=30).status_code == 200
+
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(base_url=url + "/v1", api_key="wrong", max_retries=0).embeddings.create(
+                model="all-MiniLM-L6-v2", input="hi")
+        client = openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0)
+        [model] = [m.id for m in client.models.list()]
+        res = client.embeddings.create(model=model, input=[SENTENCES[i] for i in SHORT[:8]],
+                                       encoding_format="float")
+        assert_close_to_reference([d.embedding for d in res.data], SHORT[:8], "with an API key")
+        r = requests.post(url + "/embed", json={"inputs": SENTENCES[0]}, timeout=30,
+                          headers={"Authorization": "bearer " + key})
+        assert r.status_code == 200, r.text
+    finally:
+        assert s.stop() == 0, s.log_text()
+    assert key not in "\n".join(s.log)

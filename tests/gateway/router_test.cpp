@@ -133,6 +133,56 @@ TEST_F(RouterTest, UnknownRouteAndWrongMethod) {
   EXPECT_EQ(Call("GET", "/health?x=1").status, 200);
 }
 
+TEST_F(RouterTest, AnApiKeyGuardsEveryRouteButHealthAndMetrics) {
+  auto call = [&](std::string method, std::string target, std::string authorization,
+                  std::string body = {}) {
+    std::promise<HttpResponse> p;
+    auto f = p.get_future();
+    router_.Handle(HttpRequest{std::move(method), std::move(target), std::move(body),
+                               std::move(authorization)},
+                   [&p](HttpResponse r) { p.set_value(std::move(r)); });
+    return f.get();
+  };
+  // No key set: the header is not looked at.
+  EXPECT_EQ(call("GET", "/v1/models", "").status, 200);
+  EXPECT_EQ(call("GET", "/v1/models", "Bearer anything").status, 200);
+
+  router_.SetApiKey("s3cret-key");
+  const std::string body = R"({"input":"a b"})";
+  for (const std::string& wrong :
+       {std::string(), std::string("s3cret-key"), std::string("Bearer s3cret-ke"),
+        std::string("Bearer s3cret-keyy"), std::string("Bearer S3cret-key"),
+        std::string("Basic s3cret-key"), std::string("Bearer  s3cret-key")}) {
+    for (const auto& [method, target] :
+         {std::pair<std::string, std::string>{"POST", "/v1/embeddings"},
+          {"POST", "/embed"},
+          {"POST", "/tokenize"},
+          {"GET", "/v1/models"},
+          {"GET", "/info"},
+          {"GET", "/nowhere"}}) {
+      const HttpResponse r = call(method, target, wrong, body);
+      simdjson::dom::element e = Error(r, 401);
+      EXPECT_EQ(std::string_view(e["code"]), "invalid_api_key") << target;
+      EXPECT_EQ(r.www_authenticate, "Bearer") << target;
+    }
+  }
+  // The right key, with the scheme in any case.
+  for (const std::string& right :
+       {std::string("Bearer s3cret-key"), std::string("bearer s3cret-key"),
+        std::string("BEARER s3cret-key")}) {
+    EXPECT_EQ(call("POST", "/v1/embeddings", right, body).status, 200) << right;
+    EXPECT_EQ(call("GET", "/info", right).status, 200) << right;
+    EXPECT_EQ(call("GET", "/nowhere", right).status, 404) << right;
+  }
+  // Probes and scrapers need no key.
+  EXPECT_EQ(call("GET", "/health", "").status, 200);
+  EXPECT_EQ(call("GET", "/metrics", "").status, 200);
+  EXPECT_EQ(call("GET", "/health", "Bearer wrong").status, 200);
+
+  router_.SetApiKey("");
+  EXPECT_EQ(call("GET", "/v1/models", "").status, 200);
+}
+
 TEST_F(RouterTest, EmbedsTextsInOrderWithUsage) {
   int64_t tokens = 0;
   auto rows =
