@@ -224,4 +224,72 @@ std::optional<ApiError> ParseTeiEmbedRequest(std::string_view body, EmbeddingsRe
   return std::nullopt;
 }
 
+std::optional<ApiError> ParseTeiSimilarityRequest(std::string_view body, EmbeddingsRequest* out) {
+  *out = EmbeddingsRequest{};
+  element doc;
+  if (auto err = ParseDocument(body, &doc)) return err;
+  std::optional<std::string> source;
+  std::vector<std::string> sentences;
+  bool has_sentences = false;
+  for (simdjson::dom::key_value_pair field : simdjson::dom::object(doc)) {
+    const std::string_view key = field.key;
+    const element value = field.value;
+    if (key == "inputs") {
+      if (value.type() != element_type::OBJECT) {
+        return ApiError::InvalidRequest(
+            "inputs must be an object {\"source_sentence\": string, \"sentences\": [string]}",
+            "inputs");
+      }
+      source.reset();
+      sentences.clear();
+      has_sentences = false;
+      for (simdjson::dom::key_value_pair in : simdjson::dom::object(value)) {
+        if (in.key == "source_sentence") {
+          if (in.value.type() != element_type::STRING || std::string_view(in.value).empty()) {
+            return ApiError::InvalidRequest("inputs.source_sentence must be a non-empty string",
+                                            "inputs.source_sentence");
+          }
+          source = std::string(std::string_view(in.value));
+        } else if (in.key == "sentences") {
+          if (in.value.type() != element_type::ARRAY) {
+            return ApiError::InvalidRequest("inputs.sentences must be an array of strings",
+                                            "inputs.sentences");
+          }
+          EmbeddingsRequest parsed;
+          if (auto err =
+                  ParseInput(in.value, "inputs.sentences", /*allow_tokens=*/false, &parsed)) {
+            return err;
+          }
+          sentences = std::move(parsed.texts);
+          has_sentences = true;
+        }
+      }
+    } else if (key == "parameters") {
+      if (value.type() == element_type::NULL_VALUE) continue;
+      if (value.type() != element_type::OBJECT) {
+        return ApiError::InvalidRequest("parameters must be an object", "parameters");
+      }
+      for (simdjson::dom::key_value_pair p : simdjson::dom::object(value)) {
+        if (p.key == "truncate") {
+          if (auto err = ParseBool(p.value, "truncate", &out->truncate)) return err;
+        } else if (p.key == "truncation_direction") {
+          if (auto err = ParseTruncationDirection(p.value, &out->truncation_direction)) return err;
+        } else if (p.key == "prompt_name") {
+          if (auto err = ParseOptionalString(p.value, "prompt_name", &out->prompt_name)) return err;
+        }
+      }
+    }
+  }
+  if (!source) {
+    return ApiError::InvalidRequest("inputs.source_sentence is required", "inputs.source_sentence");
+  }
+  if (!has_sentences) {
+    return ApiError::InvalidRequest("inputs.sentences is required", "inputs.sentences");
+  }
+  out->texts.reserve(sentences.size() + 1);
+  out->texts.push_back(std::move(*source));
+  for (std::string& t : sentences) out->texts.push_back(std::move(t));
+  return std::nullopt;
+}
+
 }  // namespace orchid

@@ -51,4 +51,9 @@ std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body, Embe
 // "truncate": bool = false, "truncation_direction": "left" | "right", "prompt_name": str | null}.
 std::optional<ApiError> ParseTeiEmbedRequest(std::string_view body, EmbeddingsRequest* out);
 
+// text-embeddings-inference `POST /similarity`: {"inputs": {"source_sentence": str,
+// "sentences": [str]}, "parameters": {"truncate", "truncation_direction", "prompt_name"} | null}.
+// *out gets the texts [source_sentence, sentences...] and the parameters.
+std::optional<ApiError> ParseTeiSimilarityRequest(std::string_view body, EmbeddingsRequest* out);
+
 }  // namespace orchid

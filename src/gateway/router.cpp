@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <exception>
 #include <memory>
 #include <string_view>
@@ -33,7 +34,7 @@ constexpr RouteEntry kRoutes[] = {
     {"/v1/models", "GET"},      {"/health", "GET"},      {"/metrics", "GET"},
     {"/tokenize", "POST"},      {"/decode", "POST"},     {"/rerank", "POST"},
     {"/v1/rerank", "POST"},     {"/v1/score", "POST"},   {"/score", "POST"},
-    {"/info", "GET"},
+    {"/info", "GET"},           {"/similarity", "POST"},
 };
 
 std::string_view PathOf(std::string_view target) {
@@ -190,6 +191,7 @@ void Router::Route(HttpRequest request, const Reply& reply) {
     return reply(HandleDecode(service_->tokenizer(), request.body, kMaxClientBatchSize));
   }
   if (path == "/embed") return TeiEmbed(std::move(request.body), reply);
+  if (path == "/similarity") return TeiSimilarity(std::move(request.body), reply);
   if (path == "/rerank") return Score(ScoreRoute::kTei, std::move(request.body), reply);
   if (path == "/v1/rerank") return Score(ScoreRoute::kRerank, std::move(request.body), reply);
   if (path == "/v1/score" || path == "/score") {
@@ -339,6 +341,37 @@ void Router::TeiEmbed(std::string body, const Reply& reply) {
     try {
       HttpResponse r;
       r.body = WriteTeiEmbedResponse(result.embeddings);
+      reply(std::move(r));
+    } catch (const std::exception& e) {
+      reply(InternalError(e));
+    }
+  });
+}
+
+void Router::TeiSimilarity(std::string body, const Reply& reply) {
+  EmbeddingsRequest request;
+  if (auto err = ParseTeiSimilarityRequest(body, &request)) return reply(TeiErrorResponse(*err));
+  if (auto e = TooManyInputs(request)) return reply(TeiErrorResponse(*e));
+  if (auto e = NotAnEmbedder(*service_)) return reply(TeiErrorResponse(*e));
+  service_->Embed(std::move(request), [reply](EmbeddingReply result) {
+    if (result.error) return reply(TeiErrorResponse(*result.error));
+    try {
+      // Row 0 is the source sentence: its cosine with each other row, in double.
+      const EmbeddingMatrix& m = result.embeddings;
+      auto dot = [&m](int a, int b) {
+        double s = 0;
+        for (int k = 0; k < m.dim; ++k) s += double(m.row(a)[k]) * double(m.row(b)[k]);
+        return s;
+      };
+      const double source_norm = std::sqrt(dot(0, 0));
+      HttpResponse r;
+      JsonWriter w(&r.body);
+      w.BeginArray();
+      for (int i = 1; i < m.rows; ++i) {
+        const double norms = source_norm * std::sqrt(dot(i, i));
+        w.Float(norms > 0 ? float(dot(0, i) / norms) : 0.0f);
+      }
+      w.EndArray();
       reply(std::move(r));
     } catch (const std::exception& e) {
       reply(InternalError(e));

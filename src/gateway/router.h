@@ -3,6 +3,7 @@
 //
 //   POST /v1/embeddings   OpenAI embeddings (embedding models)
 //   POST /embed           text-embeddings-inference embeddings
+//   POST /similarity      TEI: cosine similarity of a source sentence to each of several
 //   POST /rerank          TEI rerank (scorer models; see score_request.h for the three shapes)
 //   POST /v1/rerank       Cohere / Jina rerank
 //   POST /v1/score        vLLM-style pair scores
@@ -81,6 +82,7 @@ class Router {
   void Route(HttpRequest request, const Reply& reply);
   void Embeddings(std::string body, const Reply& reply);
   void TeiEmbed(std::string body, const Reply& reply);
+  void TeiSimilarity(std::string body, const Reply& reply);
   enum class ScoreRoute { kTei, kRerank, kScore };
   void Score(ScoreRoute route, std::string body, const Reply& reply);
   HttpResponse Models() const;

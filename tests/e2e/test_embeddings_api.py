@@ -209,6 +209,28 @@ def test_prompts_from_the_model_config(tmp_path):
         assert s.stop() == 0
 
 
+def test_tei_similarity_matches_the_reference_cosines(server):
+    """TEI's POST /similarity: the cosine of the source sentence's embedding with each
+    sentence's, against the same cosines of sentence-transformers' own embeddings."""
+    source, others = SHORT[0], SHORT[1:40]
+    r = requests.post(server.url + "/similarity", timeout=120, json={
+        "inputs": {"source_sentence": SENTENCES[source],
+                   "sentences": [SENTENCES[i] for i in others]}})
+    assert r.status_code == 200, r.text
+    got = np.asarray(r.json(), dtype=np.float64)
+    ref = EMBEDDINGS.astype(np.float64)
+    ref /= np.linalg.norm(ref, axis=1, keepdims=True)
+    expected = ref[others] @ ref[source]
+    assert got.shape == expected.shape
+    assert np.max(np.abs(got - expected)) < 1e-5, np.max(np.abs(got - expected))
+    # Over-long sentences: refused, or cut with parameters.truncate.
+    body = {"inputs": {"source_sentence": SENTENCES[source], "sentences": [SENTENCES[LONG_INDEX]]}}
+    r = requests.post(server.url + "/similarity", json=body, timeout=120)
+    assert r.status_code == 400 and r.json()["error_type"] == "Validation", r.text
+    body["parameters"] = {"truncate": True}
+    r = requests.post(server.url + "/similarity", json=body, timeout=120)
+    assert r.status_code == 200 and len(r.json()) == 1, r.text
+
 def test_api_key_guards_the_api_but_not_health_or_metrics():
     """ORCHID_API_KEY (or --api-key): the API answers 401 (OpenAI's error shape, WWW-Authenticate:
     Bearer) without the key and serves the official client that sends it; /health and /metrics

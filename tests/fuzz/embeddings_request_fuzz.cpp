@@ -1,6 +1,6 @@
-// Arbitrary bytes as the JSON body of POST /v1/embeddings and POST /embed, and of the rerank
-// routes (/rerank, /v1/rerank, /v1/score): the parsers must return an ApiError or a request that
-// satisfies its documented shape.
+// Arbitrary bytes as the JSON body of POST /v1/embeddings, /embed and /similarity, and of the
+// rerank routes (/rerank, /v1/rerank, /v1/score): the parsers must return an ApiError or a request
+// that satisfies its documented shape.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -42,6 +42,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   {
     orchid::EmbeddingsRequest r;
     if (!orchid::ParseTeiEmbedRequest(body, &r).has_value()) Check(r);
+  }
+  {
+    orchid::EmbeddingsRequest r;  // the source sentence and at least one sentence, none empty
+    if (!orchid::ParseTeiSimilarityRequest(body, &r).has_value()) {
+      Check(r);
+      if (r.texts.size() < 2) std::abort();
+      for (const std::string& t : r.texts) {
+        if (t.empty()) std::abort();
+      }
+    }
   }
   for (auto parse : {orchid::ParseTeiRerankRequest, orchid::ParseRerankRequest,
                      orchid::ParseScoreRequest}) {

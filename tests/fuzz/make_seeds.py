@@ -79,6 +79,9 @@ def request_seeds():
          "return_documents": True, "instruction": "Find it"},
         {"text_1": ["q1", "q2"], "text_2": ["d1", "d2"], "truncation_direction": "Right"},
         {"text_1": "q", "text_2": "d"},
+        # TEI /similarity.
+        {"inputs": {"source_sentence": "s", "sentences": ["a", "b c"]},
+         "parameters": {"truncate": True, "truncation_direction": "left", "prompt_name": None}},
     ]:
         put("embeddings_request_fuzz", json.dumps(body))
     put("embeddings_request_fuzz", '{"input": "\\u00e9\\ud83d\\ude00 escaped", "model": null}')

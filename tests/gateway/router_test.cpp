@@ -266,6 +266,54 @@ TEST_F(RouterTest, TeiEmbed) {
   EXPECT_EQ(std::string_view(err["error_type"]), "Validation");
 }
 
+TEST_F(RouterTest, TeiSimilarityIsTheCosineOfTheSourceToEachSentence) {
+  // The fake engine's rows (see TeiEmbed): "a b" → [1,4,2], "c" → [1,3,2].
+  HttpResponse r = Call("POST", "/similarity",
+                        R"({"inputs":{"source_sentence":"a b","sentences":["c","a b","c"]},)"
+                        R"("parameters":{"truncate":false,"truncation_direction":"left"}})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  simdjson::dom::element doc = parser_.parse(r.body);
+  std::vector<double> got;
+  for (simdjson::dom::element v : simdjson::dom::array(doc)) got.push_back(double(v));
+  const double c = 17.0 / std::sqrt(21.0 * 14.0);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_NEAR(got[0], c, 1e-6);
+  EXPECT_NEAR(got[1], 1.0, 1e-6);
+  EXPECT_NEAR(got[2], c, 1e-6);
+
+  auto validation = [&](std::string body, std::string_view needle, int status = 400) {
+    HttpResponse e = Call("POST", "/similarity", std::move(body));
+    EXPECT_EQ(e.status, status) << e.body;
+    simdjson::dom::element j = parser_.parse(e.body);
+    EXPECT_NE(std::string_view(j["error"]).find(needle), std::string_view::npos) << e.body;
+    EXPECT_EQ(std::string_view(j["error_type"]), "Validation");
+  };
+  validation(R"({"inputs":{"sentences":["c"]}})", "source_sentence is required");
+  validation(R"({"inputs":{"source_sentence":"a"}})", "sentences is required");
+  validation(R"({"inputs":{"source_sentence":"","sentences":["c"]}})", "non-empty string");
+  validation(R"({"inputs":{"source_sentence":"a","sentences":"c"}})", "array of strings");
+  validation(R"({"inputs":{"source_sentence":"a","sentences":[]}})", "empty array");
+  validation(R"({"inputs":{"source_sentence":"a","sentences":["c",3]}})", "array of strings");
+  validation(R"({"inputs":["a","c"]})", "inputs must be an object");
+  validation(R"({"inputs":{"source_sentence":"a","sentences":["c"]},"parameters":3})",
+             "parameters must be an object");
+  validation(R"({"inputs":{"source_sentence":"a","sentences":["c"]},)"
+             R"("parameters":{"truncation_direction":"up"}})",
+             "truncation_direction");
+  std::string many = R"({"inputs":{"source_sentence":"a","sentences":[)";
+  for (size_t i = 0; i < Router::kMaxClientBatchSize; ++i) many += i ? ",\"c\"" : "\"c\"";
+  validation(many + "]}}", "more than the limit", 413);
+  // Over the maximum length (8 tokens): refused (as /embed refuses it) unless parameters.truncate.
+  const std::string long_text = "a b c d e f g h i j";
+  validation(R"({"inputs":{"source_sentence":")" + long_text + R"(","sentences":["c"]}})",
+             "more than the model's maximum");
+  EXPECT_EQ(Call("POST", "/similarity",
+                 R"({"inputs":{"source_sentence":")" + long_text +
+                     R"(","sentences":["c"]},"parameters":{"truncate":true}})")
+                .status,
+            200);
+}
+
 }  // namespace
 }  // namespace orchid
 
