@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/lazy_result.h"
 #include "engine/ragged_batch.h"
@@ -50,12 +51,21 @@ struct ModelInfo {
   bool causal = false;             // decoder attention (each token sees only earlier ones)
   ModelTask task = ModelTask::kEmbed;
   int num_labels = 0;              // scorers: logits per sequence (1 for rerankers)
+  // Scorers: each logit's name (config.json's id2label; empty: LABEL_0, LABEL_1, ...), and
+  // whether the labels are independent (problem_type multi_label_classification: a sigmoid per
+  // label in /predict) rather than exclusive classes (a softmax over them).
+  std::vector<std::string> labels;
+  bool multi_label = false;
   ScoreActivation score_activation = ScoreActivation::kSigmoid;
   PairFormat pair_format = PairFormat::kTokenizerPair;
   NativeQuantization native_quantization = NativeQuantization::kNone;
 
   // Width of the rows the engine returns: hidden_size for embedders, num_labels for scorers.
   int output_dim() const { return task == ModelTask::kScore ? num_labels : hidden_size; }
+  // Label i's name: labels[i], or transformers' default "LABEL_<i>".
+  std::string label(int i) const {
+    return size_t(i) < labels.size() ? labels[size_t(i)] : "LABEL_" + std::to_string(i);
+  }
 };
 
 // A model's forward pass, as the engine sees it: token ids in, one hidden vector per token out.

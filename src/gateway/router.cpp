@@ -34,7 +34,7 @@ constexpr RouteEntry kRoutes[] = {
     {"/v1/models", "GET"},      {"/health", "GET"},      {"/metrics", "GET"},
     {"/tokenize", "POST"},      {"/decode", "POST"},     {"/rerank", "POST"},
     {"/v1/rerank", "POST"},     {"/v1/score", "POST"},   {"/score", "POST"},
-    {"/info", "GET"},           {"/similarity", "POST"},
+    {"/info", "GET"},           {"/similarity", "POST"}, {"/predict", "POST"},
 };
 
 std::string_view PathOf(std::string_view target) {
@@ -192,6 +192,7 @@ void Router::Route(HttpRequest request, const Reply& reply) {
   }
   if (path == "/embed") return TeiEmbed(std::move(request.body), reply);
   if (path == "/similarity") return TeiSimilarity(std::move(request.body), reply);
+  if (path == "/predict") return TeiPredict(std::move(request.body), reply);
   if (path == "/rerank") return Score(ScoreRoute::kTei, std::move(request.body), reply);
   if (path == "/v1/rerank") return Score(ScoreRoute::kRerank, std::move(request.body), reply);
   if (path == "/v1/score" || path == "/score") {
@@ -379,6 +380,41 @@ void Router::TeiSimilarity(std::string body, const Reply& reply) {
   });
 }
 
+void Router::TeiPredict(std::string body, const Reply& reply) {
+  // TEI's error shape; an input over the maximum is a 413, as on /rerank.
+  auto error_reply = [](ApiError e) {
+    if (e.code == "context_length_exceeded") e.http_status = 413;
+    return TeiErrorResponse(e);
+  };
+  PredictRequest request;
+  if (auto err = ParsePredictRequest(body, &request)) return reply(error_reply(std::move(*err)));
+  body.clear();
+  body.shrink_to_fit();
+  ApiError not_found;
+  const RoutedModel* model = Select(request.model, &not_found);
+  if (model == nullptr) return reply(error_reply(std::move(not_found)));
+  if (model->score == nullptr) {
+    return reply(error_reply(
+        ApiError::InvalidRequest("The model `" + model->embed->model_name() + "` has no classifier",
+                                 "model", "model_not_a_classifier")));
+  }
+  std::vector<std::string> labels;
+  const ModelInfo& info = model->embed->model_info();
+  for (int i = 0; i < info.num_labels; ++i) labels.push_back(info.label(i));
+  const bool batch = request.batch;
+  model->score->Predict(std::move(request), [batch, labels = std::move(labels), error_reply,
+                                             reply](PredictReply result) {
+    if (result.error) return reply(error_reply(std::move(*result.error)));
+    try {
+      HttpResponse r;
+      r.body = WritePredictResponse(batch, result.scores, labels);
+      reply(std::move(r));
+    } catch (const std::exception& e) {
+      reply(InternalError(e));
+    }
+  });
+}
+
 HttpResponse Router::Models() const {
   HttpResponse r;
   JsonWriter w(&r.body);
@@ -429,13 +465,12 @@ HttpResponse Router::Info() const {
   w.BeginObject().Key("model_id").String(m.model_name());
   w.Key("model_type").BeginObject();
   if (m.is_scorer()) {
-    // One relevance logit per pair, as TEI reports a single-label reranker.
-    w.Key("reranker").BeginObject().Key("id2label").BeginObject();
-    for (int i = 0; i < info.num_labels; ++i) {
-      w.Key(std::to_string(i)).String("LABEL_" + std::to_string(i));
-    }
+    // TEI calls a one-label model a reranker, several labels a classifier.
+    w.Key(info.num_labels == 1 ? "reranker" : "classifier").BeginObject();
+    w.Key("id2label").BeginObject();
+    for (int i = 0; i < info.num_labels; ++i) w.Key(std::to_string(i)).String(info.label(i));
     w.EndObject().Key("label2id").BeginObject();
-    for (int i = 0; i < info.num_labels; ++i) w.Key("LABEL_" + std::to_string(i)).Int(i);
+    for (int i = 0; i < info.num_labels; ++i) w.Key(info.label(i)).Int(i);
     w.EndObject().EndObject();
   } else {
     w.Key("embedding").BeginObject().Key("pooling").String(PoolingName(m.pooling())).EndObject();

@@ -3,8 +3,9 @@
 //
 //   POST /v1/embeddings   OpenAI embeddings (embedding models)
 //   POST /embed           text-embeddings-inference embeddings
-//   POST /similarity      TEI: cosine similarity of a source sentence to each of several
+//   POST /similarity      TEI: the cosine similarity of a source sentence to each of several
 //   POST /rerank          TEI rerank (scorer models; see score_request.h for the three shapes)
+//   POST /predict         TEI: every label's probability for texts or pairs (classifiers)
 //   POST /v1/rerank       Cohere / Jina rerank
 //   POST /v1/score        vLLM-style pair scores
 //   POST /tokenize        TEI: tokens with ids, text and character offsets
@@ -83,6 +84,7 @@ class Router {
   void Embeddings(std::string body, const Reply& reply);
   void TeiEmbed(std::string body, const Reply& reply);
   void TeiSimilarity(std::string body, const Reply& reply);
+  void TeiPredict(std::string body, const Reply& reply);
   enum class ScoreRoute { kTei, kRerank, kScore };
   void Score(ScoreRoute route, std::string body, const Reply& reply);
   HttpResponse Models() const;

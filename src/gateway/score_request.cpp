@@ -276,4 +276,94 @@ std::string WriteScoreResponse(const std::vector<float>& scores, std::string_vie
   return out;
 }
 
+namespace {
+
+// One input of /predict: a non-empty string, or an array of two (a pair).
+std::optional<ApiError> ParsePredictInput(element value, const std::string& param,
+                                          PredictRequest* out) {
+  out->first.emplace_back();
+  out->second.emplace_back();
+  if (value.type() == element_type::ARRAY) {
+    simdjson::dom::array pair = value;
+    if (pair.size() != 2) {
+      return ApiError::InvalidRequest(param + " must be a string or a pair of two strings", param);
+    }
+    if (auto err = ParseNonEmptyString(pair.at(0), param + "[0]", &out->first.back())) return err;
+    return ParseNonEmptyString(pair.at(1), param + "[1]", &out->second.back());
+  }
+  return ParseNonEmptyString(value, param, &out->first.back());
+}
+
+bool IsTwoStrings(element value) {
+  if (value.type() != element_type::ARRAY) return false;
+  simdjson::dom::array a = value;
+  return a.size() == 2 && a.at(0).type() == element_type::STRING &&
+         a.at(1).type() == element_type::STRING;
+}
+
+}  // namespace
+
+std::optional<ApiError> ParsePredictRequest(std::string_view body, PredictRequest* out) {
+  *out = PredictRequest{};
+  element doc;
+  if (auto err = ParseDocument(body, &doc)) return err;
+  bool has_inputs = false;
+  for (simdjson::dom::key_value_pair field : simdjson::dom::object(doc)) {
+    const std::string_view key = field.key;
+    const element value = field.value;
+    std::optional<ApiError> err;
+    if (key == "inputs") {
+      out->first.clear();
+      out->second.clear();
+      has_inputs = true;
+      if (value.type() == element_type::STRING || IsTwoStrings(value)) {
+        out->batch = false;
+        if ((err = ParsePredictInput(value, "inputs", out))) return err;
+        continue;
+      }
+      if (value.type() != element_type::ARRAY) {
+        return ApiError::InvalidRequest(
+            "inputs must be a string, a pair [string, string], or an array of those", "inputs");
+      }
+      simdjson::dom::array items = value;
+      if (items.size() == 0) return ApiError::InvalidRequest("inputs must not be empty", "inputs");
+      if (items.size() > kMaxScorePairs) return TooMany("inputs", items.size());
+      out->batch = true;
+      size_t i = 0;
+      for (element item : items) {
+        if ((err = ParsePredictInput(item, Indexed("inputs", i++), out))) return err;
+      }
+    } else if (key == "model") {
+      if ((err = ParseOptionalString(value, "model", &out->model))) return err;
+    } else if (key == "truncate") {
+      if ((err = ParseBool(value, "truncate", &out->truncate))) return err;
+    } else if (key == "truncation_direction") {
+      if ((err = ParseTruncationDirection(value, &out->truncation_direction))) return err;
+    } else if (key == "raw_scores") {
+      if ((err = ParseBool(value, "raw_scores", &out->raw_scores))) return err;
+    }
+  }
+  if (!has_inputs) return ApiError::InvalidRequest("inputs is required", "inputs");
+  return std::nullopt;
+}
+
+std::string WritePredictResponse(bool batch, const std::vector<float>& scores,
+                                 const std::vector<std::string>& labels) {
+  const size_t n = labels.size();
+  std::string out;
+  JsonWriter w(&out);
+  if (batch) w.BeginArray();
+  std::vector<float> row(n);
+  for (size_t i = 0; n > 0 && i < scores.size() / n; ++i) {
+    row.assign(scores.begin() + long(i * n), scores.begin() + long((i + 1) * n));
+    w.BeginArray();
+    for (size_t k : Ranked(row)) {
+      w.BeginObject().Key("score").Float(row[k]).Key("label").String(labels[k]).EndObject();
+    }
+    w.EndArray();
+  }
+  if (batch) w.EndArray();
+  return out;
+}
+
 }  // namespace orchid

@@ -62,4 +62,26 @@ std::string WriteRerankResponse(const ScoreRequest& request, const std::vector<f
 std::string WriteScoreResponse(const std::vector<float>& scores, std::string_view model,
                                int64_t tokens, int64_t created);
 
+// text-embeddings-inference `POST /predict` (sequence classification): {"inputs": text |
+// [text, text] (one pair) | [text | [text, text], ...] (a batch), "truncate",
+// "truncation_direction", "raw_scores", "model" (orchid's: which served model)}. As in TEI, an
+// array of exactly two strings is one pair, not a batch of two texts.
+struct PredictRequest {
+  std::vector<std::string> first;   // each input's text, or its pair's first text
+  std::vector<std::string> second;  // its pair's second text; empty: a single text
+  bool batch = false;               // `inputs` was a list of inputs: the reply is a list of lists
+  std::optional<std::string> model;
+  bool truncate = false;
+  TruncationSide truncation_direction = TruncationSide::kRight;
+  bool raw_scores = false;  // logits instead of probabilities
+
+  size_t size() const { return first.size(); }
+};
+std::optional<ApiError> ParsePredictRequest(std::string_view body, PredictRequest* out);
+
+// Each input's [{"score", "label"}], best first; for a batch (PredictRequest::batch), a list of
+// those. `scores` holds `labels.size()` values per input, in label order.
+std::string WritePredictResponse(bool batch, const std::vector<float>& scores,
+                                 const std::vector<std::string>& labels);
+
 }  // namespace orchid

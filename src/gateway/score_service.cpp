@@ -17,9 +17,11 @@ std::string Param(const ScoreRequest& r, size_t i) {
   return s;
 }
 
-ApiError TooLong(const std::string& param, size_t n, int max) {
+ApiError TooLong(const std::string& param, size_t n, int max, const char* what = "pair") {
   std::string m = param;
-  m.append(": the pair has ")
+  m.append(": the ")
+      .append(what)
+      .append(" has ")
       .append(std::to_string(n))
       .append(" tokens, more than the model's maximum of ")
       .append(std::to_string(max))
@@ -95,8 +97,85 @@ std::optional<ApiError> ScoreService::EncodePair(const ScoreRequest& request, si
       !st.ok()) {
     return FromTokenizer(st, param);
   }
+  if (out->ids.empty()) return ApiError::InvalidRequest(param + " has no tokens", param);
   if (out->ids.size() > max_len) return TooLong(param, out->ids.size(), max_seq_length_);
   return std::nullopt;
+}
+
+std::optional<ApiError> ScoreService::EncodeInput(const PredictRequest& request, size_t i,
+                                                  Encoding* out) const {
+  const std::string param = request.batch ? "inputs[" + std::to_string(i) + "]" : "inputs";
+  const size_t max_len = size_t(max_seq_length_);
+  EncodeOptions options;
+  options.add_special_tokens = true;
+  options.side = request.truncation_direction;
+  options.strategy = TruncationStrategy::kLongestFirst;
+  if (request.truncate) options.max_length = max_len;
+  out->clear();
+  const Status st = request.second[i].empty()
+                        ? tokenizer_->Encode(request.first[i], options, out)
+                        : tokenizer_->EncodePair(request.first[i], request.second[i], options, out);
+  if (!st.ok()) return FromTokenizer(st, param);
+  if (out->ids.empty()) return ApiError::InvalidRequest(param + " has no tokens", param);
+  if (out->ids.size() > max_len) {
+    return TooLong(param, out->ids.size(), max_seq_length_,
+                   request.second[i].empty() ? "text" : "pair");
+  }
+  return std::nullopt;
+}
+
+void ScoreService::Run(size_t n, const EncodeFn& encode, RowsDone done) {
+  EmbedRequest job;
+  job.pooling = backend_->model_info().default_pooling;
+  job.normalize = false;
+  job.sequences.resize(n);
+  std::vector<std::vector<int32_t>> types(n);  // empty where all are 0
+  int64_t tokens = 0;
+  // Inputs [begin, end) into job.sequences / types; the first failing input's error.
+  auto encode_range = [&](size_t begin, size_t end, int64_t* count) -> std::optional<ApiError> {
+    Encoding encoding;
+    for (size_t i = begin; i < end; ++i) {
+      encoding.clear();
+      if (auto err = encode(i, &encoding)) return err;
+      if (encoding.ids.empty()) {  // the encoders refuse this first, naming the input
+        return ApiError::InvalidRequest("input " + std::to_string(i) + " has no tokens");
+      }
+      *count += int64_t(encoding.ids.size());
+      job.sequences[i] = std::move(encoding.ids);
+      if (std::any_of(encoding.type_ids.begin(), encoding.type_ids.end(),
+                      [](int32_t t) { return t != 0; })) {
+        types[i] = std::move(encoding.type_ids);
+      }
+    }
+    return std::nullopt;
+  };
+  if (auto err =
+          RunSlices(completions_, parallelism_, n, kMinPairsPerSlice, encode_range, &tokens)) {
+    return done(std::move(*err), Embeddings{}, 0);
+  }
+  if (std::any_of(types.begin(), types.end(), [](const auto& t) { return !t.empty(); })) {
+    job.token_type_ids = std::move(types);
+  }
+  const int width = backend_->model_info().num_labels;
+  auto shared_done = std::make_shared<RowsDone>(std::move(done));
+  backend_->Embed(std::move(job), [this, shared_done, tokens, n, width](Result<Embeddings> rows) {
+    auto result = std::make_shared<Result<Embeddings>>(std::move(rows));
+    completions_([shared_done, result, tokens, n, width] {
+      if (!result->ok()) {
+        return (*shared_done)(ApiError::FromStatus(result->status()), Embeddings{}, tokens);
+      }
+      const Embeddings& m = result->value();
+      if (m.rows != int(n) || m.dim != width) {
+        return (*shared_done)(
+            ApiError::FromStatus(Status::Internal("the backend returned " + std::to_string(m.rows) +
+                                                  " rows of width " + std::to_string(m.dim) +
+                                                  " for " + std::to_string(n) + " inputs of " +
+                                                  std::to_string(width) + " labels")),
+            Embeddings{}, tokens);
+      }
+      (*shared_done)(std::nullopt, std::move(*result).value(), tokens);
+    });
+  });
 }
 
 void ScoreService::Score(ScoreRequest request, std::function<void(ScoreReply)> done) {
@@ -116,66 +195,86 @@ void ScoreService::Score(ScoreRequest request, std::function<void(ScoreReply)> d
   if (info.num_labels != 1) {
     return fail(ApiError::InvalidRequest("The model `" + model_name_ + "` has " +
                                              std::to_string(info.num_labels) +
-                                             " labels; rerank and score need a one-label model",
+                                             " labels; rerank and score need a one-label model "
+                                             "(use /predict for classifiers)",
                                          "model", "model_not_a_reranker"));
   }
   const size_t n = request.num_pairs();
-  EmbedRequest job;
-  job.pooling = info.default_pooling;
-  job.normalize = false;
-  job.sequences.resize(n);
-  std::vector<std::vector<int32_t>> types(n);  // empty where all are 0
-  int64_t tokens = 0;
-  // Pairs [begin, end) into job.sequences / types; the first failing pair's error.
-  auto encode_range = [&](size_t begin, size_t end, int64_t* count) -> std::optional<ApiError> {
-    Encoding encoding;
-    for (size_t i = begin; i < end; ++i) {
-      encoding.clear();
-      if (auto err = EncodePair(request, i, &encoding)) return err;
-      if (encoding.ids.empty()) {
-        return ApiError::InvalidRequest(Param(request, i) + " has no tokens", Param(request, i));
-      }
-      *count += int64_t(encoding.ids.size());
-      job.sequences[i] = std::move(encoding.ids);
-      if (std::any_of(encoding.type_ids.begin(), encoding.type_ids.end(),
-                      [](int32_t t) { return t != 0; })) {
-        types[i] = std::move(encoding.type_ids);
-      }
-    }
-    return std::nullopt;
-  };
-  if (auto err =
-          RunSlices(completions_, parallelism_, n, kMinPairsPerSlice, encode_range, &tokens)) {
-    return fail(std::move(*err));
-  }
-  if (std::any_of(types.begin(), types.end(), [](const auto& t) { return !t.empty(); })) {
-    job.token_type_ids = std::move(types);
-  }
-
   const bool raw = request.raw_scores || info.score_activation == ScoreActivation::kIdentity;
-  auto shared_done = std::make_shared<std::function<void(ScoreReply)>>(std::move(done));
-  backend_->Embed(std::move(job), [this, shared_done, tokens, raw, n](Result<Embeddings> rows) {
-    auto result = std::make_shared<Result<Embeddings>>(std::move(rows));
-    completions_([shared_done, result, tokens, raw, n] {
-      ScoreReply reply;
-      if (!result->ok()) {
-        reply.error = ApiError::FromStatus(result->status());
-      } else if (result->value().rows != int(n) || result->value().dim < 1) {
-        reply.error = ApiError::FromStatus(Status::Internal(
-            "the backend returned " + std::to_string(result->value().rows) + " rows of width " +
-            std::to_string(result->value().dim) + " for " + std::to_string(n) + " pairs"));
-      } else {
-        const Embeddings& m = result->value();
+  auto shared = std::make_shared<ScoreRequest>(std::move(request));
+  Run(
+      n, [this, shared](size_t i, Encoding* e) { return EncodePair(*shared, i, e); },
+      [shared, done = std::move(done), raw, n](std::optional<ApiError> error, Embeddings m,
+                                               int64_t tokens) {
+        ScoreReply reply;
+        if (error) {
+          reply.error = std::move(error);
+          return done(std::move(reply));
+        }
         reply.scores.resize(n);
         for (size_t i = 0; i < n; ++i) {
           const float logit = m.row(int(i))[0];
           reply.scores[i] = raw ? logit : 1.0f / (1.0f + std::exp(-logit));
         }
         reply.tokens = tokens;
-      }
-      (*shared_done)(std::move(reply));
-    });
-  });
+        done(std::move(reply));
+      });
+}
+
+void ScoreService::Predict(PredictRequest request, std::function<void(PredictReply)> done) {
+  auto fail = [&done](ApiError e) {
+    PredictReply reply;
+    reply.error = std::move(e);
+    done(std::move(reply));
+  };
+  const ModelInfo& info = backend_->model_info();
+  if (info.task != ModelTask::kScore || info.pair_format != PairFormat::kTokenizerPair) {
+    return fail(ApiError::InvalidRequest(
+        "The model `" + model_name_ +
+            (info.task != ModelTask::kScore
+                 ? "` is an embedding model; /predict needs a sequence-classification model"
+                 : "` scores (query, document) pairs through its chat template; use /rerank"),
+        "model", "model_not_a_classifier"));
+  }
+  const size_t n = request.size();
+  const int labels = info.num_labels;
+  // Probabilities: the model's own activation for one label (as /rerank), a sigmoid per label
+  // for independent labels, else a softmax over them (transformers' text-classification).
+  enum class Activation {
+    kNone,
+    kSigmoid,
+    kSoftmax
+  } activation = request.raw_scores ? Activation::kNone
+                 : labels == 1
+                     ? (info.score_activation == ScoreActivation::kIdentity ? Activation::kNone
+                                                                            : Activation::kSigmoid)
+                 : info.multi_label ? Activation::kSigmoid
+                                    : Activation::kSoftmax;
+  auto shared = std::make_shared<PredictRequest>(std::move(request));
+  Run(
+      n, [this, shared](size_t i, Encoding* e) { return EncodeInput(*shared, i, e); },
+      [done = std::move(done), activation, n, labels](std::optional<ApiError> error, Embeddings m,
+                                                      int64_t tokens) {
+        PredictReply reply;
+        if (error) {
+          reply.error = std::move(error);
+          return done(std::move(reply));
+        }
+        reply.scores = std::move(m.data);
+        for (size_t i = 0; i < n; ++i) {
+          float* row = reply.scores.data() + i * size_t(labels);
+          if (activation == Activation::kSigmoid) {
+            for (int k = 0; k < labels; ++k) row[k] = 1.0f / (1.0f + std::exp(-row[k]));
+          } else if (activation == Activation::kSoftmax) {
+            const float top = *std::max_element(row, row + labels);
+            double sum = 0;
+            for (int k = 0; k < labels; ++k) sum += std::exp(double(row[k] - top));
+            for (int k = 0; k < labels; ++k) row[k] = float(std::exp(double(row[k] - top)) / sum);
+          }
+        }
+        reply.tokens = tokens;
+        done(std::move(reply));
+      });
 }
 
 }  // namespace orchid

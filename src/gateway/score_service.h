@@ -13,7 +13,8 @@
 //                       template around it survives.
 //
 // Scores: sigmoid(logit) (or the logit itself for ScoreActivation::kIdentity models), the raw
-// logit when the request asks for raw_scores.
+// logit when the request asks for raw_scores. Predict() classifies texts or pairs with every
+// label of a sequence-classification model (TEI's /predict).
 //
 // Thread safety: Score() may be called from many threads at once. It tokenizes on the calling
 // thread (call it from a worker pool, not an io thread) and never waits for the engine.
@@ -37,6 +38,12 @@ struct ScoreReply {
   std::optional<ApiError> error;  // set → nothing else is
   std::vector<float> scores;      // one per pair, in request order
   int64_t tokens = 0;             // tokens fed to the model, special tokens included
+};
+
+struct PredictReply {
+  std::optional<ApiError> error;  // set → nothing else is
+  std::vector<float> scores;      // num_labels per input, in input then label order
+  int64_t tokens = 0;
 };
 
 // Qwen3-Reranker's chat template (its model card's usage code).
@@ -65,6 +72,13 @@ class ScoreService {
   // as a task on the completions executor.
   void Score(ScoreRequest request, std::function<void(ScoreReply)> done);
 
+  // /predict: every label's probability (or logit, with raw_scores) for each input — a text, or
+  // a pair with the tokenizer's pair template. Probabilities: a one-label model's own
+  // activation (as Score), a sigmoid per label when the labels are independent
+  // (multi_label_classification), else a softmax. Refuses embedders and Qwen3-Reranker. Calls
+  // `done` exactly once, as Score does.
+  void Predict(PredictRequest request, std::function<void(PredictReply)> done);
+
   // The token ids (and type ids; empty = all zero) of pair i as the model will see it, or the
   // error (its param names the document, e.g. `texts[3]`). Exposed for tests.
   std::optional<ApiError> EncodePair(const ScoreRequest& request, size_t i, Encoding* out) const;
@@ -72,6 +86,15 @@ class ScoreService {
  private:
   // Pairs are up to a model's whole input (hundreds of tokens): a few make a slice worth it.
   static constexpr size_t kMinPairsPerSlice = 4;
+  using EncodeFn = std::function<std::optional<ApiError>(size_t i, Encoding* out)>;
+  using RowsDone =
+      std::function<void(std::optional<ApiError> error, Embeddings logits, int64_t tokens)>;
+  // Predict's input i as the model sees it, or the error (its param names inputs[i]).
+  std::optional<ApiError> EncodeInput(const PredictRequest& request, size_t i, Encoding* out) const;
+  // Encodes inputs [0, n) with `encode` (in up to parallelism_ slices), runs them through the
+  // backend as one job, and calls `done` with the [n, num_labels] logit rows or the error:
+  // inline when refused before queueing, else on the completions executor.
+  void Run(size_t n, const EncodeFn& encode, RowsDone done);
   const Tokenizer* tokenizer_;
   EmbedBackend* backend_;
   std::string model_name_;

@@ -102,6 +102,8 @@ Result<std::unique_ptr<BertModel>> BertModel::Create(const BertConfig& config,
   if (config.head != BertConfig::Head::kNone) {
     info.task = ModelTask::kScore;
     info.num_labels = config.num_labels;
+    info.labels = config.labels;
+    info.multi_label = config.multi_label;
   }
   m->info_ = std::move(info);
   return m;

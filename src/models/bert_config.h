@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -31,6 +32,8 @@ struct BertConfig {
   };
   Head head = Head::kNone;
   int num_labels = 0;  // len(id2label) as transformers counts it (2 when absent)
+  std::vector<std::string> labels;  // id2label's names by id (empty when id2label is absent)
+  bool multi_label = false;         // problem_type "multi_label_classification"
 
   int head_dim() const { return hidden_size / num_attention_heads; }
 };

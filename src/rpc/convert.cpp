@@ -240,6 +240,8 @@ void ToProto(const WorkerModel& model, int max_batch_tokens, v1::InfoResponse* o
                                    ? v1::NATIVE_QUANTIZATION_TANH_INT8
                                    : v1::NATIVE_QUANTIZATION_NONE);
   out->set_causal(model.info.causal);
+  for (const std::string& label : model.info.labels) out->add_labels(label);
+  out->set_multi_label(model.info.multi_label);
   out->set_max_input_tokens(uint32_t(model.max_input_tokens));
   out->set_vocab_size(model.info.vocab_size);
   out->set_default_pooling(ToProto(model.info.default_pooling));
@@ -290,6 +292,12 @@ Result<WorkerModel> FromProto(const v1::InfoResponse& in) {
                                    ? NativeQuantization::kTanhInt8
                                    : NativeQuantization::kNone;
   m.info.causal = in.causal();
+  if (in.labels_size() != 0 && in.labels_size() != int(in.num_labels())) {
+    return Status::Corrupt("worker info names " + std::to_string(in.labels_size()) +
+                           " labels for " + std::to_string(in.num_labels()) + " logits");
+  }
+  m.info.labels.assign(in.labels().begin(), in.labels().end());
+  m.info.multi_label = in.multi_label();
   if (m.info.output_dim() != int(in.dim())) {
     return Status::Corrupt("worker info: dim " + std::to_string(in.dim()) +
                            " does not match its task's output width");

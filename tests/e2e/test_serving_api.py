@@ -280,6 +280,62 @@ def test_cross_encoder_behind_a_gateway_scores_like_serve():
             w.stop()
 
 
+
+def test_classifier_predict_matches_the_reference_in_serve_and_behind_a_gateway():
+    """TEI's POST /predict on the three-label BERT classifier fixture: each input's labels,
+    named from config.json's id2label, with softmax(transformers' logits) best first, for texts
+    and pairs, one by one and as a batch; `serve` and a gateway with a worker alike (the label
+    names cross the gRPC hop in Info). /info calls it a classifier with those labels."""
+    name = "bert-classifier"
+    d = FIXTURES / name
+    if not (d / "config.json").exists():
+        pytest.skip(f"{d} is missing (run `make fixtures`)")
+    with open(REFERENCE / f"{name}.json", encoding="utf-8") as f:
+        ref = json.load(f)
+    labels, inputs = ref["labels"], ref["inputs"]
+    logits = np.asarray([s["expected"] for s in ref["sequences"][:len(inputs)]], dtype=np.float64)
+    probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+    probs /= probs.sum(axis=1, keepdims=True)
+
+    def check(one, want, raw=False):
+        got = {p["label"]: p["score"] for p in one}
+        assert [p["score"] for p in one] == sorted(got.values(), reverse=True), one
+        np.testing.assert_allclose([got[l] for l in labels], want, atol=1e-4)
+
+    def exercise(server):
+        info = requests.get(server.url + "/info", timeout=30).json()
+        assert info["model_type"] == {"classifier": {
+            "id2label": {str(i): l for i, l in enumerate(labels)},
+            "label2id": {l: i for i, l in enumerate(labels)}}}, info
+        for i in (0, len(inputs) - 1):  # a pair, and a single (German) text
+            r = post(server, "/predict", {"inputs": inputs[i]})
+            assert r.status_code == 200, r.text
+            check(r.json(), probs[i])
+        r = post(server, "/predict", {"inputs": inputs, "raw_scores": True})
+        assert r.status_code == 200, r.text
+        assert len(r.json()) == len(inputs)
+        for i, one in enumerate(r.json()):
+            check(one, logits[i])
+        # A classifier has no one relevance score: the rerank routes refuse it.
+        r = post(server, "/rerank", {"query": "q", "texts": ["d"]})
+        assert r.status_code == 400 and "use /predict" in r.text, r.text
+
+    serve = OrchidServer(model=str(d))
+    try:
+        exercise(serve)
+    finally:
+        assert serve.stop() == 0, serve.log_text()
+    worker, gateway = None, None
+    try:
+        worker = _start_worker(d)
+        gateway = _start_gateway("--model", str(d), "--backend", worker.address)
+        exercise(gateway)
+    finally:
+        if gateway is not None:
+            gateway.stop()
+        if worker is not None:
+            worker.stop()
+
 def test_one_gateway_fronts_several_models():
     """`orchid gateway --model NAME=DIR ... --backend NAME=HOST:PORT ...`: one replica pool per
     model, each with its own tokenizer; the request's `model` picks the pool, the first model is

@@ -1,6 +1,6 @@
-// Arbitrary bytes as the JSON body of POST /v1/embeddings, /embed and /similarity, and of the
-// rerank routes (/rerank, /v1/rerank, /v1/score): the parsers must return an ApiError or a request
-// that satisfies its documented shape.
+// Arbitrary bytes as the JSON body of POST /v1/embeddings, /embed and /similarity, of the rerank
+// routes (/rerank, /v1/rerank, /v1/score) and of /predict: the parsers must return an ApiError or
+// a request that satisfies its documented shape.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -49,6 +49,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Check(r);
       if (r.texts.size() < 2) std::abort();
       for (const std::string& t : r.texts) {
+        if (t.empty()) std::abort();
+      }
+    }
+  }
+  {
+    orchid::PredictRequest r;  // 1..kMaxScorePairs inputs, each a non-empty text or pair
+    if (!orchid::ParsePredictRequest(body, &r).has_value()) {
+      if (r.size() == 0 || r.size() > orchid::kMaxScorePairs) std::abort();
+      if (r.second.size() != r.first.size()) std::abort();
+      if (!r.batch && r.size() != 1) std::abort();
+      for (const std::string& t : r.first) {
         if (t.empty()) std::abort();
       }
     }

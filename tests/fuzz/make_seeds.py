@@ -58,7 +58,7 @@ def config_seeds():
         put("config_fuzz", (MODEL / rel).read_bytes())
     # The model-family fixtures' configs (Qwen3 bidirectional, an XLM-R cross-encoder).
     fixtures = REPO / "models" / "fixtures"
-    for name in ["qwen3-bidir", "xlmr-cross-encoder"]:
+    for name in ["qwen3-bidir", "xlmr-cross-encoder", "bert-classifier"]:
         put("config_fuzz", (fixtures / name / "config.json").read_bytes())
 
 
@@ -79,6 +79,10 @@ def request_seeds():
          "return_documents": True, "instruction": "Find it"},
         {"text_1": ["q1", "q2"], "text_2": ["d1", "d2"], "truncation_direction": "Right"},
         {"text_1": "q", "text_2": "d"},
+        # TEI /predict: a text, a pair, a batch of both.
+        {"inputs": "a text", "raw_scores": True},
+        {"inputs": ["a", "b"], "truncate": True, "truncation_direction": "left"},
+        {"inputs": ["a", ["b", "c"], "d e f"], "model": "m"},
         # TEI /similarity.
         {"inputs": {"source_sentence": "s", "sentences": ["a", "b c"]},
          "parameters": {"truncate": True, "truncation_direction": "left", "prompt_name": None}},

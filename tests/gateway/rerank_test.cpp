@@ -409,5 +409,152 @@ TEST(ScoreServiceTest, ParallelTokenizationKeepsOrderTypesAndFirstError) {
   pool.join();
 }
 
+// TEI's POST /predict over a fake three-label classifier (and the one-label reranker): every
+// label's probability per input, best first; texts and pairs; a batch answers a list of lists.
+class PredictTest : public ::testing::Test {
+ protected:
+  explicit PredictTest(bool multi_label = false)
+      : engine_(true, 1000, kMaxLen),
+        scheduler_((engine_.MakeClassifier({"neg", "mid", "pos"}, multi_label), &engine_),
+                   TokenBudgetSchedulerOptions{64, 1 << 16, 2}),
+        backend_(&scheduler_),
+        embed_(&tokenizer_, &backend_, "nli-model", [](Task t) { t(); }),
+        score_(&tokenizer_, &backend_, "nli-model", [](Task t) { t(); }),
+        router_(std::vector<RoutedModel>{{&embed_, &score_}}) {}
+
+  HttpResponse Post(std::string body) {
+    std::promise<HttpResponse> p;
+    auto f = p.get_future();
+    router_.Handle(HttpRequest{"POST", "/predict", std::move(body)},
+                   [&p](HttpResponse r) { p.set_value(std::move(r)); });
+    return f.get();
+  }
+
+  // The expected {label: probability} of an input of `length` tokens and `types` type-id sum.
+  static std::map<std::string, double> Expected(int length, int types, bool multi_label,
+                                                bool raw = false) {
+    const char* names[] = {"neg", "mid", "pos"};
+    double logit[3], sum = 0;
+    for (int k = 0; k < 3; ++k) {
+      logit[k] = FakeEngine::ClassifierLogit(length, types, k);
+      sum += std::exp(logit[k]);
+    }
+    std::map<std::string, double> out;
+    for (int k = 0; k < 3; ++k) {
+      out[names[k]] = raw           ? logit[k]
+                      : multi_label ? 1.0 / (1.0 + std::exp(-logit[k]))
+                                    : std::exp(logit[k]) / sum;
+    }
+    return out;
+  }
+
+  // One input's reply: {label: score}, checking the order is best first.
+  static std::map<std::string, double> Labels(simdjson::dom::element list) {
+    std::map<std::string, double> out;
+    double previous = INFINITY;
+    for (simdjson::dom::element p : simdjson::dom::array(list)) {
+      const double score = double(p["score"]);
+      EXPECT_LE(score, previous);
+      previous = score;
+      out[std::string(std::string_view(p["label"]))] = score;
+    }
+    return out;
+  }
+
+  static void ExpectNear(const std::map<std::string, double>& got,
+                         const std::map<std::string, double>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (const auto& [label, score] : want) EXPECT_NEAR(got.at(label), score, 1e-5) << label;
+  }
+
+  FakeTokenizer tokenizer_;
+  FakeEngine engine_;
+  TokenBudgetScheduler scheduler_;
+  LocalBackend backend_;
+  EmbeddingService embed_;
+  ScoreService score_;
+  Router router_;
+  simdjson::dom::parser parser_;
+};
+
+TEST_F(PredictTest, TextsAndPairsGetEveryLabelsProbabilityBestFirst) {
+  // One text of 3 words: [CLS] w w w [SEP], 5 tokens, no token types.
+  HttpResponse r = Post(R"({"inputs":"x y z"})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  ExpectNear(Labels(parser_.parse(r.body)), Expected(5, 0, false));
+  // Two strings are one pair: [CLS] a [SEP] b c [SEP], 6 tokens, type ids summing to 3.
+  r = Post(R"({"inputs":["a","b c"]})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  ExpectNear(Labels(parser_.parse(r.body)), Expected(6, 3, false));
+  // A batch mixing texts and pairs: a list of lists, in input order.
+  r = Post(R"({"inputs":["one",["a","b c"],"p q r s t"]})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  simdjson::dom::array batch = parser_.parse(r.body);
+  ASSERT_EQ(batch.size(), 3u);
+  ExpectNear(Labels(batch.at(0)), Expected(3, 0, false));
+  ExpectNear(Labels(batch.at(1)), Expected(6, 3, false));
+  ExpectNear(Labels(batch.at(2)), Expected(7, 0, false));
+  // A batch of one text, and raw scores.
+  r = Post(R"({"inputs":["x y z"],"raw_scores":true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  batch = parser_.parse(r.body);
+  ASSERT_EQ(batch.size(), 1u);
+  ExpectNear(Labels(batch.at(0)), Expected(5, 0, false, /*raw=*/true));
+}
+
+TEST_F(PredictTest, BadInputsAreRefusedInTeisShape) {
+  auto refused = [&](std::string body, int status, std::string_view needle) {
+    HttpResponse r = Post(std::move(body));
+    EXPECT_EQ(r.status, status) << r.body;
+    simdjson::dom::element e = parser_.parse(r.body);
+    EXPECT_NE(std::string_view(e["error"]).find(needle), std::string_view::npos) << r.body;
+    EXPECT_FALSE(e["error_type"].error()) << r.body;
+  };
+  refused(R"({})", 400, "inputs is required");
+  refused(R"({"inputs":[]})", 400, "must not be empty");
+  refused(R"({"inputs":""})", 400, "empty string");
+  refused(R"({"inputs":3})", 400, "inputs must be a string");
+  refused(R"({"inputs":[["a","b","c"]]})", 400, "inputs[0] must be a string or a pair");
+  refused(R"({"inputs":["a",["b",""]]})", 400, "inputs[1][1]");
+  refused(R"({"inputs":"a","model":"other"})", 404, "does not exist");
+  refused(R"({"inputs":"a","truncation_direction":"up"})", 400, "truncation_direction");
+  // Over the maximum (10 tokens): 413, unless truncate.
+  const std::string long_text = "a b c d e f g h i j k l";
+  refused(R"({"inputs":")" + long_text + R"("})", 413, "inputs: the text has 14 tokens");
+  refused(R"({"inputs":["a",["b",")" + long_text + R"("]]})", 413, "inputs[1]: the pair has");
+  EXPECT_EQ(Post(R"({"inputs":")" + long_text + R"(","truncate":true})").status, 200);
+  std::string many = R"({"inputs":[)";
+  for (size_t i = 0; i <= kMaxScorePairs; ++i) many += i ? ",\"a\"" : "\"a\"";
+  refused(many + "]}", 413, "more than the limit");
+}
+
+class MultiLabelPredictTest : public PredictTest {
+ protected:
+  MultiLabelPredictTest() : PredictTest(/*multi_label=*/true) {}
+};
+
+TEST_F(MultiLabelPredictTest, IndependentLabelsGetASigmoidEach) {
+  HttpResponse r = Post(R"({"inputs":"x y z"})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  ExpectNear(Labels(parser_.parse(r.body)), Expected(5, 0, /*multi_label=*/true));
+}
+
+TEST_F(RerankTest, PredictOnARerankerAndOnAnEmbedder) {
+  // One label: the reranker's own activation (sigmoid), named LABEL_0.
+  HttpResponse r = Post("/predict", R"({"inputs":["q","d e"],"model":"rerank-model"})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  simdjson::dom::element only = parser_.parse(r.body).at(0);
+  EXPECT_EQ(std::string_view(only["label"]), "LABEL_0");
+  EXPECT_NEAR(double(only["score"]), Sigmoid(PairLogit(2)), 1e-6);
+  // /rerank gives the same score for the same pair.
+  EXPECT_NEAR(
+      Scores(Post("/rerank", R"({"query":"q","texts":["d e"],"model":"rerank-model"})"), "/rerank")
+          .at(0),
+      double(only["score"]), 1e-6);
+  r = Post("/predict", R"({"inputs":"q"})");  // the default model embeds
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("sequence-classification"), std::string::npos) << r.body;
+}
+
 }  // namespace
 }  // namespace orchid

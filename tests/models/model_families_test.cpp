@@ -146,11 +146,14 @@ void CheckModel(const std::string& name, ModelTask task, Pooling pooling, bool c
       ASSERT_EQ(e.dim, dim);
       for (size_t k = 0; k < order.size(); ++k) {
         const size_t i = order[k];
-        if (c.score) {
+        if (c.score) {  // every logit (classifiers have several)
           got[i] = e.row(int(k))[0];
-          max_score_diff = std::max(max_score_diff, std::fabs(got[i] - c.expected[i][0]));
-          EXPECT_NEAR(got[i], c.expected[i][0], tol.score_abs)
-              << "sequence " << i << " (length " << c.ids[i].size() << ")";
+          for (int j = 0; j < dim; ++j) {
+            const double d = std::fabs(double(e.row(int(k))[j]) - c.expected[i][size_t(j)]);
+            max_score_diff = std::max(max_score_diff, d);
+            EXPECT_LE(d, tol.score_abs)
+                << "sequence " << i << " (length " << c.ids[i].size() << "), logit " << j;
+          }
         } else {
           const double cos = Cosine(e.row(int(k)), c.expected[i]);
           min_cos = std::min(min_cos, cos);
@@ -183,6 +186,17 @@ TEST(ModelFamiliesTest, XlmRobertaEmbedder) {
 
 TEST(ModelFamiliesTest, BertCrossEncoder) {
   CheckModel("bert-cross-encoder", ModelTask::kScore, Pooling::kCls, false);
+}
+
+// Three named labels (id2label): every logit against transformers', and the names read in order.
+TEST(ModelFamiliesTest, BertClassifierWithNamedLabels) {
+  CheckModel("bert-classifier", ModelTask::kScore, Pooling::kCls, false);
+  auto engine = Load("bert-classifier");
+  ASSERT_NE(engine, nullptr);
+  EXPECT_EQ(engine->info().num_labels, 3);
+  EXPECT_EQ(engine->info().labels,
+            (std::vector<std::string>{"contradiction", "entailment", "neutral"}));
+  EXPECT_FALSE(engine->info().multi_label);
 }
 
 TEST(ModelFamiliesTest, XlmRobertaCrossEncoder) {

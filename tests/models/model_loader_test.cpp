@@ -384,6 +384,13 @@ TEST_F(ModelLoaderTest, ConfigErrorsNameTheFileAndField) {
   ExpectLoadError(StatusCode::kCorrupt, {"config.json", "hidden_size", "missing"});
   with("\"layer_norm_eps\":1e-12", "\"layer_norm_eps\":-1");
   ExpectLoadError(StatusCode::kCorrupt, {"config.json", "layer_norm_eps"});
+  // id2label: the ids 0..n-1, each once, each named by a string.
+  for (const char* labels : {R"({"0":"a","2":"b"})", R"({"0":"a","00":"b"})", R"({"x":"a"})",
+                             R"({"0":"a","1":5})", R"({})", R"({"-1":"a"})"}) {
+    with("\"layer_norm_eps\":1e-12",
+         std::string("\"layer_norm_eps\":1e-12,\"id2label\":") + labels);
+    ExpectLoadError(StatusCode::kCorrupt, {"config.json", "id2label"});
+  }
   WriteText(dir_ + "/config.json", "{\"vocab_size\": 5,");
   ExpectLoadError(StatusCode::kCorrupt, {"config.json", "JSON"});
   // Sizes that disagree with the weights: the tensor is named.

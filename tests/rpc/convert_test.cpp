@@ -78,5 +78,33 @@ TEST(ConvertTest, InfoCarriesTheScorerAndOlderWorkersReadAsEmbedders) {
   EXPECT_EQ(back->info.output_dim(), 384);
 }
 
+TEST(ConvertTest, InfoCarriesAClassifiersLabelNames) {
+  rpc::WorkerModel classifier;
+  classifier.name = "nli";
+  classifier.info.vocab_size = 100;
+  classifier.info.hidden_size = 32;
+  classifier.info.task = ModelTask::kScore;
+  classifier.info.num_labels = 3;
+  classifier.info.labels = {"contradiction", "entailment", "neutral"};
+  classifier.info.multi_label = true;
+  classifier.max_input_tokens = 512;
+  v1::InfoResponse info;
+  rpc::ToProto(classifier, 1024, &info);
+  Result<rpc::WorkerModel> back = rpc::FromProto(info);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->info.labels, classifier.info.labels);
+  EXPECT_TRUE(back->info.multi_label);
+  EXPECT_EQ(back->info.label(1), "entailment");
+
+  // Names for some logits only: refused. None (an older worker): LABEL_<i>.
+  info.mutable_labels()->RemoveLast();
+  EXPECT_FALSE(rpc::FromProto(info).ok());
+  info.clear_labels();
+  back = rpc::FromProto(info);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->info.labels.empty());
+  EXPECT_EQ(back->info.label(2), "LABEL_2");
+}
+
 }  // namespace
 }  // namespace orchid

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "engine/engine.h"
@@ -41,6 +42,17 @@ class FakeEngine : public Engine {
   static float ScorerLogit(int length, int type_id_sum) {
     return 0.1f * float(length) + float(type_id_sum);
   }
+  // Turns the engine into a classifier with named labels (call before handing it to a
+  // scheduler); label k's logit is ClassifierLogit(length, type id sum, k).
+  void MakeClassifier(std::vector<std::string> labels, bool multi_label = false) {
+    MakeScorer();
+    info_.num_labels = int(labels.size());
+    info_.labels = std::move(labels);
+    info_.multi_label = multi_label;
+  }
+  static float ClassifierLogit(int length, int type_id_sum, int k) {
+    return k == 0 ? ScorerLogit(length, type_id_sum) : 0.5f * float(k) * float(length - 4);
+  }
 
   LazyResult Submit(RaggedBatch batch) override {
     auto [result, promise] = LazyResult::Make();
@@ -65,7 +77,9 @@ class FakeEngine : public Engine {
       if (info_.task == ModelTask::kScore) {
         int types = 0;
         for (int t = begin; t < end && !b.token_type_ids.empty(); ++t) types += b.token_type_ids[t];
-        e.data.push_back(ScorerLogit(end - begin, types));
+        for (int k = 0; k < info_.num_labels; ++k) {
+          e.data.push_back(ClassifierLogit(end - begin, types, k));
+        }
         continue;
       }
       float v[kDim] = {float(b.token_ids[begin]), float(end - begin), float(b.token_ids[end - 1])};
