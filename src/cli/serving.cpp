@@ -109,6 +109,11 @@ void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* f) {
                   "require `Authorization: Bearer KEY` on every route but /health and /metrics "
                   "(401 otherwise); prefer the environment variable, which `ps` does not show")
       ->envname("ORCHID_API_KEY");
+  cmd->add_flag("--auto-truncate", f->auto_truncate,
+                "cut inputs over the model's maximum length (as a request's `truncate: true` "
+                "does) unless the request says `truncate: false`; without it, such inputs are "
+                "refused unless the request asks for truncation (/v1/rerank always truncates "
+                "unless told not to)");
 }
 
 Status ApplyHttpFrontFlags(const HttpFrontFlags& f, const std::string& model_dir,
@@ -119,6 +124,7 @@ Status ApplyHttpFrontFlags(const HttpFrontFlags& f, const std::string& model_dir
   o->shutdown_grace = std::chrono::milliseconds(int64_t(f.shutdown_grace_s * 1000));
   o->default_prompt = f.default_prompt;
   o->api_key = f.api_key;
+  o->auto_truncate = f.auto_truncate;
   if (!model_dir.empty()) {
     ORCHID_ASSIGN_OR_RETURN(o->prompts, ReadPromptConfig(model_dir));
   }

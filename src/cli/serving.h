@@ -57,9 +57,10 @@ struct HttpFrontFlags {
   double shutdown_grace_s = 20;
   std::optional<std::string> default_prompt;
   std::string api_key;
+  bool auto_truncate = false;
 };
 // --max-body-bytes, --io-threads, --tokenizer-threads, --shutdown-grace, --default-prompt,
-// --api-key (or ORCHID_API_KEY).
+// --api-key (or ORCHID_API_KEY), --auto-truncate.
 void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* flags);
 // Copies the flags into the gateway's options, with the named prompts of `model_dir`'s
 // config_sentence_transformers.json (none when model_dir is empty).

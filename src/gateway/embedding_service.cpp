@@ -106,7 +106,9 @@ std::optional<ApiError> EmbeddingService::Tokenize(EmbeddingsRequest* request,
         }
       }
       if (ids.size() > max_len) {
-        if (!request->truncate) return TooLong(i, ids.size(), max_seq_length_);
+        if (!request->truncate.value_or(auto_truncate_)) {
+          return TooLong(i, ids.size(), max_seq_length_);
+        }
         if (request->truncation_direction == TruncationSide::kLeft) {
           ids.erase(ids.begin(), ids.end() - std::ptrdiff_t(max_len));
         } else {
@@ -119,7 +121,7 @@ std::optional<ApiError> EmbeddingService::Tokenize(EmbeddingsRequest* request,
   }
   EncodeOptions options;
   options.add_special_tokens = true;
-  options.max_length = request->truncate ? max_len : 0;
+  options.max_length = request->truncate.value_or(auto_truncate_) ? max_len : 0;
   options.side = request->truncation_direction;
   const size_t n = request->texts.size();
   sequences->assign(n, {});

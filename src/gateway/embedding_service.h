@@ -43,6 +43,10 @@ class EmbeddingService {
   // prompt text (--default-prompt; overrides the model's default_prompt_name). Call before the
   // first Embed().
   void SetPrompts(PromptConfig prompts, std::optional<std::string> default_prompt);
+  // --auto-truncate: requests that do not say `truncate` get it (else they are refused when an
+  // input is over the maximum). Call before the first Embed().
+  void set_auto_truncate(bool on) { auto_truncate_ = on; }
+  bool auto_truncate() const { return auto_truncate_; }
 
   const std::string& model_name() const { return model_name_; }
   int dim() const { return dim_; }
@@ -84,6 +88,7 @@ class EmbeddingService {
   int32_t vocab_size_;
   Pooling pooling_;
   bool normalize_;
+  bool auto_truncate_ = false;
 };
 
 }  // namespace orchid

@@ -26,7 +26,8 @@ struct EmbeddingsRequest {
   // ({"embeddings": {"float": [...], "int8": [...]}}) instead of OpenAI's `data`.
   std::vector<EncodingFormat> embedding_types;
   std::optional<int64_t> dimensions;  // keep the first N dimensions, then re-normalise
-  bool truncate = false;              // cut over-long inputs instead of rejecting them
+  // Cut over-long inputs instead of refusing them; unset: the server's --auto-truncate.
+  std::optional<bool> truncate;
   TruncationSide truncation_direction = TruncationSide::kRight;  // which end `truncate` cuts
   std::optional<bool> normalize;      // L2-normalise; unset → the model's own default
   // Prompt selection (texts only): a named prompt of the model's

@@ -37,9 +37,11 @@ struct Gateway::Impl {
       embed_services.push_back(std::make_unique<EmbeddingService>(
           m.tokenizer, m.backend, m.name, completions, options.metrics, options.worker_threads));
       embed_services.back()->SetPrompts(m.prompts, m.default_prompt);
+      embed_services.back()->set_auto_truncate(options.auto_truncate);
       score_services.push_back(
           std::make_unique<ScoreService>(m.tokenizer, m.backend, m.name, completions,
                                          options.worker_threads));
+      score_services.back()->set_auto_truncate(options.auto_truncate);
       routed.push_back(RoutedModel{embed_services.back().get(), score_services.back().get()});
     }
     return routed;

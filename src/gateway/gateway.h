@@ -38,6 +38,7 @@ struct GatewayOptions {
   PromptConfig prompts;                 // the model's named prompts
   std::optional<std::string> default_prompt;  // --default-prompt
   std::string api_key;  // required as `Authorization: Bearer <key>` when not empty (--api-key)
+  bool auto_truncate = false;  // requests that do not say `truncate` get it (--auto-truncate)
 };
 
 // One model of a multi-model gateway.

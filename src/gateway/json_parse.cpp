@@ -47,6 +47,13 @@ std::optional<ApiError> ParseBool(element value, const char* name, bool* out) {
   return std::nullopt;
 }
 
+std::optional<ApiError> ParseBool(element value, const char* name, std::optional<bool>* out) {
+  bool b = false;
+  if (auto err = ParseBool(value, name, &b)) return err;
+  if (value.type() == element_type::BOOL) *out = b;
+  return std::nullopt;
+}
+
 std::optional<ApiError> ParseTruncationDirection(simdjson::dom::element value,
                                                  TruncationSide* out) {
   using simdjson::dom::element_type;

@@ -23,6 +23,8 @@ std::optional<ApiError> ParseOptionalString(simdjson::dom::element value, const 
                                             std::optional<std::string>* out);
 // A boolean field: null leaves *out as it is.
 std::optional<ApiError> ParseBool(simdjson::dom::element value, const char* name, bool* out);
+std::optional<ApiError> ParseBool(simdjson::dom::element value, const char* name,
+                                  std::optional<bool>* out);
 // "truncation_direction": "left" | "right" (any case, as TEI's Left/Right); null leaves *out.
 std::optional<ApiError> ParseTruncationDirection(simdjson::dom::element value, TruncationSide* out);
 

@@ -478,7 +478,7 @@ HttpResponse Router::Info() const {
   w.EndObject();
   w.Key("max_input_length").Int(m.max_seq_length());
   w.Key("max_client_batch_size").Int(int64_t(kMaxClientBatchSize));
-  w.Key("auto_truncate").Bool(false);
+  w.Key("auto_truncate").Bool(m.auto_truncate());
   w.Key("version").String(std::string("orchid ") + ORCHID_VERSION_STRING);
   w.Key("architecture").String(info.architecture);
   w.Key("dimensions").Int(info.output_dim());

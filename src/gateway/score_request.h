@@ -32,7 +32,7 @@ struct ScoreRequest {
   std::vector<std::string> documents;
   std::optional<std::string> model;
   std::optional<std::string> instruction;  // Qwen3-Reranker's task instruction
-  bool truncate = false;                   // cut pairs over the model's maximum, else refuse
+  std::optional<bool> truncate;  // cut pairs over the maximum, else refuse; unset: --auto-truncate
   TruncationSide truncation_direction = TruncationSide::kRight;
   bool raw_scores = false;  // the model's logit instead of the activated score
   // Reply options.
@@ -71,7 +71,7 @@ struct PredictRequest {
   std::vector<std::string> second;  // its pair's second text; empty: a single text
   bool batch = false;               // `inputs` was a list of inputs: the reply is a list of lists
   std::optional<std::string> model;
-  bool truncate = false;
+  std::optional<bool> truncate;  // unset: the server's --auto-truncate
   TruncationSide truncation_direction = TruncationSide::kRight;
   bool raw_scores = false;  // logits instead of probabilities
 

@@ -79,7 +79,7 @@ std::optional<ApiError> ScoreService::EncodePair(const ScoreRequest& request, si
         .append(request.query(i))
         .append("\n<Document>: ")
         .append(request.documents[i]);
-    if (request.truncate) options.max_length = max_len - fixed;
+    if (request.truncate.value_or(auto_truncate_)) options.max_length = max_len - fixed;
     Encoding body;
     if (Status st = tokenizer_->Encode(middle, options, &body); !st.ok()) {
       return FromTokenizer(st, param);
@@ -92,7 +92,7 @@ std::optional<ApiError> ScoreService::EncodePair(const ScoreRequest& request, si
     out->ids.insert(out->ids.end(), suffix_ids_.begin(), suffix_ids_.end());
     return std::nullopt;  // one sequence: no token types
   }
-  if (request.truncate) options.max_length = max_len;
+  if (request.truncate.value_or(auto_truncate_)) options.max_length = max_len;
   if (Status st = tokenizer_->EncodePair(request.query(i), request.documents[i], options, out);
       !st.ok()) {
     return FromTokenizer(st, param);
@@ -110,7 +110,7 @@ std::optional<ApiError> ScoreService::EncodeInput(const PredictRequest& request,
   options.add_special_tokens = true;
   options.side = request.truncation_direction;
   options.strategy = TruncationStrategy::kLongestFirst;
-  if (request.truncate) options.max_length = max_len;
+  if (request.truncate.value_or(auto_truncate_)) options.max_length = max_len;
   out->clear();
   const Status st = request.second[i].empty()
                         ? tokenizer_->Encode(request.first[i], options, out)

@@ -65,6 +65,8 @@ class ScoreService {
                Executor completions, int parallelism = 1);
 
   const std::string& model_name() const { return model_name_; }
+  // --auto-truncate: requests that do not say `truncate` get it. Call before the first request.
+  void set_auto_truncate(bool on) { auto_truncate_ = on; }
   // False for embedding models: every request is then refused with a 400 naming the model.
   bool is_scorer() const;
 
@@ -101,6 +103,7 @@ class ScoreService {
   Executor completions_;
   int parallelism_ = 1;
   int max_seq_length_ = 0;
+  bool auto_truncate_ = false;
   // Qwen3-Reranker: the template's fixed token ids (empty for other formats).
   std::vector<int32_t> prefix_ids_;
   std::vector<int32_t> suffix_ids_;

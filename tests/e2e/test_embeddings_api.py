@@ -265,3 +265,23 @@ def test_api_key_guards_the_api_but_not_health_or_metrics():
     finally:
         assert s.stop() == 0, s.log_text()
     assert key not in "\n".join(s.log)
+
+
+def test_auto_truncate_cuts_long_inputs_unless_a_request_says_not_to():
+    """--auto-truncate: the over-long text is embedded as with `truncate: true` (the reference
+    is sentence-transformers' own, which truncates to max_seq_length); `truncate: false` still
+    refuses it; /info says so."""
+    s = OrchidServer("--auto-truncate")
+    try:
+        assert requests.get(s.url + "/info", timeout=30).json()["auto_truncate"] is True
+        texts = [SENTENCES[LONG_INDEX], SENTENCES[SHORT[0]]]
+        r = requests.post(s.url + "/v1/embeddings", json={"input": texts}, timeout=120)
+        assert r.status_code == 200, r.text
+        assert_close_to_reference(rows(r.json()), [LONG_INDEX, SHORT[0]], "auto-truncate")
+        r = requests.post(s.url + "/embed", json={"inputs": texts[0]}, timeout=120)
+        assert r.status_code == 200, r.text
+        r = requests.post(s.url + "/v1/embeddings", json={"input": texts, "truncate": False},
+                          timeout=120)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "context_length_exceeded", r.text
+    finally:
+        assert s.stop() == 0, s.log_text()

@@ -36,13 +36,15 @@ TEST(EmbeddingsRequestTest, ReadsOptionalFields) {
   EXPECT_EQ(r.model, "m");
   EXPECT_EQ(r.encoding_format, EncodingFormat::kBase64);
   EXPECT_EQ(r.dimensions, 64);
-  EXPECT_TRUE(r.truncate);
+  EXPECT_EQ(r.truncate, std::optional<bool>(true));
   EXPECT_FALSE(r.normalize.has_value());
   auto d = Parse(R"({"input":"x","model":null,"encoding_format":null,"dimensions":null})");
   EXPECT_FALSE(d.model.has_value());
   EXPECT_EQ(d.encoding_format, EncodingFormat::kFloat);
   EXPECT_FALSE(d.dimensions.has_value());
-  EXPECT_FALSE(d.truncate);
+  EXPECT_EQ(d.truncate, std::nullopt);  // unset: the server's --auto-truncate decides
+  EXPECT_EQ(Parse(R"({"input":"x","truncate":false})").truncate, std::optional<bool>(false));
+  EXPECT_EQ(Parse(R"({"input":"x","truncate":null})").truncate, std::nullopt);
 }
 
 TEST(EmbeddingsRequestTest, RejectsBadRequestsWithParam) {
@@ -101,12 +103,12 @@ TEST(EmbeddingsRequestTest, ParsesTeiEmbed) {
   ASSERT_FALSE(ParseTeiEmbedRequest(R"({"inputs":"a b"})", &r).has_value());
   EXPECT_EQ(r.texts, std::vector<std::string>{"a b"});
   EXPECT_EQ(r.normalize, true);
-  EXPECT_FALSE(r.truncate);
+  EXPECT_EQ(r.truncate, std::nullopt);
   ASSERT_FALSE(ParseTeiEmbedRequest(R"({"inputs":["a","b"],"normalize":false,"truncate":true})", &r)
                    .has_value());
   EXPECT_EQ(r.texts.size(), 2u);
   EXPECT_EQ(r.normalize, false);
-  EXPECT_TRUE(r.truncate);
+  EXPECT_EQ(r.truncate, std::optional<bool>(true));
   EXPECT_TRUE(ParseTeiEmbedRequest(R"({"inputs":[1,2]})", &r).has_value());
   EXPECT_TRUE(ParseTeiEmbedRequest(R"({"input":"a"})", &r).has_value());
   EXPECT_TRUE(ParseTeiEmbedRequest(R"({"inputs":"a","normalize":1})", &r).has_value());

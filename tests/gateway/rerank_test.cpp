@@ -528,6 +528,13 @@ TEST_F(PredictTest, BadInputsAreRefusedInTeisShape) {
   refused(many + "]}", 413, "more than the limit");
 }
 
+TEST_F(PredictTest, AutoTruncateCutsInputsThatDoNotSayOtherwise) {
+  const std::string long_text = "a b c d e f g h i j k l";
+  score_.set_auto_truncate(true);
+  EXPECT_EQ(Post(R"({"inputs":")" + long_text + R"("})").status, 200);
+  EXPECT_EQ(Post(R"({"inputs":")" + long_text + R"(","truncate":false})").status, 413);
+}
+
 class MultiLabelPredictTest : public PredictTest {
  protected:
   MultiLabelPredictTest() : PredictTest(/*multi_label=*/true) {}

@@ -266,6 +266,25 @@ TEST_F(RouterTest, TeiEmbed) {
   EXPECT_EQ(std::string_view(err["error_type"]), "Validation");
 }
 
+// --auto-truncate: a request that does not say `truncate` gets it; one that says false does not.
+TEST_F(RouterTest, AutoTruncateCutsInputsThatDoNotSayOtherwise) {
+  const std::string long_text = "a b c d e f g h i j";  // 12 tokens; the maximum is 8
+  EXPECT_EQ(Post(R"({"input":")" + long_text + R"("})").status, 400);
+  EXPECT_FALSE(bool(parser_.parse(Call("GET", "/info").body)["auto_truncate"]));
+  service_.set_auto_truncate(true);
+  EXPECT_TRUE(bool(parser_.parse(Call("GET", "/info").body)["auto_truncate"]));
+  const HttpResponse cut = Post(R"({"input":")" + long_text + R"(","encoding_format":"float"})");
+  ASSERT_EQ(cut.status, 200) << cut.body;
+  const HttpResponse asked =
+      Post(R"({"input":")" + long_text + R"(","encoding_format":"float","truncate":true})");
+  EXPECT_EQ(Rows(cut), Rows(asked));
+  EXPECT_EQ(Post(R"({"input":")" + long_text + R"(","truncate":false})").status, 400);
+  EXPECT_EQ(Call("POST", "/embed", R"({"inputs":")" + long_text + R"("})").status, 200);
+  EXPECT_EQ(Call("POST", "/embed", R"({"inputs":")" + long_text + R"(","truncate":false})").status,
+            400);
+  EXPECT_EQ(Post(R"({"input":[[5,6,7,8,9,10,11,12,13,14]]})").status, 200);  // token ids too
+}
+
 TEST_F(RouterTest, TeiSimilarityIsTheCosineOfTheSourceToEachSentence) {
   // The fake engine's rows (see TeiEmbed): "a b" → [1,4,2], "c" → [1,3,2].
   HttpResponse r = Call("POST", "/similarity",
