@@ -104,6 +104,19 @@ std::optional<ApiError> ParseInput(element input, std::string_view name, bool al
   return std::nullopt;
 }
 
+// `dimensions`: an integer (checked against the model later), or null.
+std::optional<ApiError> ParseDimensions(element value, std::optional<int64_t>* out) {
+  if (value.type() == element_type::NULL_VALUE) return std::nullopt;
+  if (value.type() == element_type::INT64) {
+    *out = int64_t(value);
+  } else if (value.type() == element_type::UINT64) {
+    *out = std::numeric_limits<int64_t>::max();
+  } else {
+    return ApiError::InvalidRequest("dimensions must be an integer", "dimensions");
+  }
+  return std::nullopt;
+}
+
 std::optional<EncodingFormat> FormatNamed(std::string_view f) {
   if (f == "float") return EncodingFormat::kFloat;
   if (f == "base64") return EncodingFormat::kBase64;
@@ -174,14 +187,7 @@ std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body,
     } else if (key == "truncation_direction") {
       if (auto err = ParseTruncationDirection(value, &out->truncation_direction)) return err;
     } else if (key == "dimensions") {
-      if (type == element_type::NULL_VALUE) continue;
-      if (type == element_type::INT64) {
-        out->dimensions = int64_t(value);
-      } else if (type == element_type::UINT64) {
-        out->dimensions = std::numeric_limits<int64_t>::max();
-      } else {
-        return ApiError::InvalidRequest("dimensions must be an integer", "dimensions");
-      }
+      if (auto err = ParseDimensions(value, &out->dimensions)) return err;
     } else if (key == "truncate") {
       if (auto err = ParseBool(value, "truncate", &out->truncate)) return err;
     } else if (key == "prompt_name") {
@@ -217,6 +223,8 @@ std::optional<ApiError> ParseTeiEmbedRequest(std::string_view body, EmbeddingsRe
       if (auto err = ParseTruncationDirection(value, &out->truncation_direction)) return err;
     } else if (key == "prompt_name") {
       if (auto err = ParseOptionalString(value, "prompt_name", &out->prompt_name)) return err;
+    } else if (key == "dimensions") {
+      if (auto err = ParseDimensions(value, &out->dimensions)) return err;
     }
   }
   if (!has_input) return ApiError::InvalidRequest("inputs is required", "inputs");

@@ -49,7 +49,8 @@ struct EmbeddingsRequest {
 std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body, EmbeddingsRequest* out);
 
 // text-embeddings-inference `POST /embed`: {"inputs": str | [str], "normalize": bool = true,
-// "truncate": bool = false, "truncation_direction": "left" | "right", "prompt_name": str | null}.
+// "truncate": bool, "truncation_direction": "left" | "right", "prompt_name": str | null,
+// "dimensions": int | null}.
 std::optional<ApiError> ParseTeiEmbedRequest(std::string_view body, EmbeddingsRequest* out);
 
 // text-embeddings-inference `POST /similarity`: {"inputs": {"source_sentence": str,

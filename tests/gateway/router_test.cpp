@@ -259,6 +259,15 @@ TEST_F(RouterTest, TeiEmbed) {
   double sq = 0;
   for (simdjson::dom::element v : simdjson::dom::array(doc.at(0))) sq += double(v) * double(v);
   EXPECT_NEAR(sq, 1.0, 1e-6);  // normalize defaults to true
+  // Matryoshka `dimensions`, as on /v1/embeddings: the first N values, L2-normalised again.
+  HttpResponse d = Call("POST", "/embed", R"({"inputs":"a b","normalize":false,"dimensions":2})");
+  ASSERT_EQ(d.status, 200) << d.body;
+  simdjson::dom::array dims = parser_.parse(d.body).at(0);
+  ASSERT_EQ(dims.size(), 2u);
+  EXPECT_NEAR(double(dims.at(0)), 1.0 / std::sqrt(17.0), 1e-6);
+  EXPECT_NEAR(double(dims.at(1)), 4.0 / std::sqrt(17.0), 1e-6);
+  EXPECT_EQ(Call("POST", "/embed", R"({"inputs":"a b","dimensions":4})").status, 400);
+  EXPECT_EQ(Call("POST", "/embed", R"({"inputs":"a b","dimensions":"2"})").status, 400);
   HttpResponse bad = Call("POST", "/embed", R"({"inputs":[]})");
   EXPECT_EQ(bad.status, 400);
   simdjson::dom::element err = parser_.parse(bad.body);
