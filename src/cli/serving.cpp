@@ -114,6 +114,10 @@ void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* f) {
                 "does) unless the request says `truncate: false`; without it, such inputs are "
                 "refused unless the request asks for truncation (/v1/rerank always truncates "
                 "unless told not to)");
+  cmd->add_option("--cors-allow-origin", f->cors_origins,
+                  "a browser origin (e.g. https://app.example.com) whose pages may call the API "
+                  "(CORS); repeat for several, or * for any. Default: none")
+      ->delimiter(',');
 }
 
 Status ApplyHttpFrontFlags(const HttpFrontFlags& f, const std::string& model_dir,
@@ -125,6 +129,7 @@ Status ApplyHttpFrontFlags(const HttpFrontFlags& f, const std::string& model_dir
   o->default_prompt = f.default_prompt;
   o->api_key = f.api_key;
   o->auto_truncate = f.auto_truncate;
+  o->cors_origins = f.cors_origins;
   if (!model_dir.empty()) {
     ORCHID_ASSIGN_OR_RETURN(o->prompts, ReadPromptConfig(model_dir));
   }

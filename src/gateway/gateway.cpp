@@ -27,6 +27,7 @@ struct Gateway::Impl {
         pool(size_t(std::max(1, options.worker_threads))),
         router(MakeServices(), options.metrics) {
     router.SetApiKey(options.api_key);
+    router.SetCorsOrigins(options.cors_origins);
   }
 
   // One embeddings and one scoring service per model, in order (the router's list).

@@ -39,6 +39,7 @@ struct GatewayOptions {
   std::optional<std::string> default_prompt;  // --default-prompt
   std::string api_key;  // required as `Authorization: Bearer <key>` when not empty (--api-key)
   bool auto_truncate = false;  // requests that do not say `truncate` get it (--auto-truncate)
+  std::vector<std::string> cors_origins;  // browser origins allowed to call the API; "*": any
 };
 
 // One model of a multi-model gateway.

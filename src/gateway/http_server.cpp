@@ -126,6 +126,9 @@ class Session : public std::enable_shared_from_this<Session> {
     if (auto it = req.find(http::field::authorization); it != req.end()) {
       request.authorization = std::string(it->value());
     }
+    if (auto it = req.find(http::field::origin); it != req.end()) {
+      request.origin = std::string(it->value());
+    }
     request.body = std::move(req.body());
     stream_.expires_never();  // the handler always replies; the engine has no deadline here
     state_->BeginRequest();
@@ -140,9 +143,10 @@ class Session : public std::enable_shared_from_this<Session> {
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(r.status), version_);
     res->set(http::field::server, "orchid");
-    res->set(http::field::content_type, r.content_type);
+    if (!r.content_type.empty()) res->set(http::field::content_type, r.content_type);
     if (!r.allow.empty()) res->set(http::field::allow, r.allow);
     if (!r.www_authenticate.empty()) res->set(http::field::www_authenticate, r.www_authenticate);
+    for (const auto& [name, value] : r.headers) res->set(name, value);
     res->keep_alive(keep_alive_ && !state_->stopping.load());
     res->body() = std::move(r.body);
     res->prepare_payload();

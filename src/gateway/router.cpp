@@ -111,7 +111,38 @@ void Router::SetApiKey(std::string key) {
   expected_authorization_ = key.empty() ? std::string() : "Bearer " + key;
 }
 
+void Router::SetCorsOrigins(std::vector<std::string> origins) {
+  cors_origins_ = std::move(origins);
+}
+
+std::string Router::CorsOrigin(const std::string& origin) const {
+  if (origin.empty()) return {};
+  for (const std::string& o : cors_origins_) {
+    if (o == "*") return "*";
+    if (o == origin) return origin;
+  }
+  return {};
+}
+
 void Router::Handle(HttpRequest request, Reply reply) {
+  if (const std::string allowed = CorsOrigin(request.origin); !allowed.empty()) {
+    if (request.method == "OPTIONS") {  // a preflight: what the real request may carry
+      HttpResponse r;
+      r.status = RouteLabel(request.target) == "other" ? 404 : 204;
+      r.content_type.clear();
+      r.headers = {{"Access-Control-Allow-Origin", allowed},
+                   {"Access-Control-Allow-Methods", "GET, POST"},
+                   {"Access-Control-Allow-Headers", "authorization, content-type"},
+                   {"Access-Control-Max-Age", "600"},
+                   {"Vary", "Origin"}};
+      return reply(std::move(r));
+    }
+    reply = [allowed, inner = std::move(reply)](HttpResponse r) {
+      r.headers.emplace_back("Access-Control-Allow-Origin", allowed);
+      r.headers.emplace_back("Vary", "Origin");
+      inner(std::move(r));
+    };
+  }
   if (metrics_ != nullptr) {
     const std::string route = RouteLabel(request.target);
     Histogram* seconds = metrics_->GetHistogram(

@@ -17,6 +17,9 @@
 //
 // With an API key set (SetApiKey), every route but /health and /metrics answers 401 unless the
 // request carries `Authorization: Bearer <key>` (what OpenAI's clients send).
+// With CORS origins set (SetCorsOrigins), a request whose Origin is allowed gets
+// Access-Control-Allow-Origin on its reply, and an OPTIONS preflight to a known route gets 204
+// with the allowed methods and headers (no API key needed for it).
 //
 // Several models can be served at once: the request's `model` field picks one (absent: the
 // first); an unknown name answers 404 listing the served names. /embed, /tokenize and /decode
@@ -30,6 +33,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gateway/embedding_service.h"
@@ -42,6 +46,7 @@ struct HttpRequest {
   std::string target;  // path and optional query, e.g. "/v1/embeddings?x=1"
   std::string body;
   std::string authorization;  // the Authorization header, if any
+  std::string origin;         // the Origin header, if any (browsers' cross-origin requests)
 };
 
 struct HttpResponse {
@@ -49,6 +54,7 @@ struct HttpResponse {
   std::string content_type = "application/json";
   std::string allow;  // the Allow header of a 405, else empty
   std::string www_authenticate;  // the WWW-Authenticate header of a 401, else empty
+  std::vector<std::pair<std::string, std::string>> headers;  // any others (CORS)
   std::string body;
 };
 
@@ -74,6 +80,9 @@ class Router {
   // Requires `Authorization: Bearer <key>` on every route but /health and /metrics (an empty key
   // requires nothing). Call before the first Handle().
   void SetApiKey(std::string key);
+  // Origins (e.g. "https://app.example.com") whose browser pages may call the API; "*": any.
+  // Empty: no CORS headers (browsers then refuse cross-origin replies). Call before Handle().
+  void SetCorsOrigins(std::vector<std::string> origins);
 
   // Calls `reply` exactly once, possibly on another thread (the service's completions executor).
   // An exception while handling becomes a 500 reply.
@@ -97,6 +106,9 @@ class Router {
   EmbeddingService* service_;  // the first model's
   MetricsRegistry* metrics_;
   std::string expected_authorization_;  // "Bearer <key>"; empty: no key required
+  std::vector<std::string> cors_origins_;
+  // The Access-Control-Allow-Origin value for a request's Origin, or empty when not allowed.
+  std::string CorsOrigin(const std::string& origin) const;
   int64_t created_;  // reported as the model's "created" time: when the server started
 };
 

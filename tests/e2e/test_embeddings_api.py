@@ -285,3 +285,25 @@ def test_auto_truncate_cuts_long_inputs_unless_a_request_says_not_to():
         assert r.status_code == 400 and r.json()["error"]["code"] == "context_length_exceeded", r.text
     finally:
         assert s.stop() == 0, s.log_text()
+
+
+def test_cors_for_an_allowed_origin():
+    """--cors-allow-origin: a browser's preflight (OPTIONS) gets 204 with the allowed methods and
+    headers, and replies to that origin carry Access-Control-Allow-Origin; other origins don't."""
+    s = OrchidServer("--cors-allow-origin", "https://app.example")
+    try:
+        pre = requests.options(s.url + "/v1/embeddings", timeout=30, headers={
+            "Origin": "https://app.example", "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type"})
+        assert pre.status_code == 204, pre.text
+        assert pre.headers["Access-Control-Allow-Origin"] == "https://app.example"
+        assert "POST" in pre.headers["Access-Control-Allow-Methods"]
+        assert "content-type" in pre.headers["Access-Control-Allow-Headers"]
+        r = requests.post(s.url + "/v1/embeddings", json={"input": "hi"}, timeout=30,
+                          headers={"Origin": "https://app.example"})
+        assert r.status_code == 200 and r.headers["Access-Control-Allow-Origin"] == "https://app.example"
+        r = requests.post(s.url + "/v1/embeddings", json={"input": "hi"}, timeout=30,
+                          headers={"Origin": "https://evil.example"})
+        assert r.status_code == 200 and "Access-Control-Allow-Origin" not in r.headers
+    finally:
+        assert s.stop() == 0, s.log_text()

@@ -183,6 +183,56 @@ TEST_F(RouterTest, AnApiKeyGuardsEveryRouteButHealthAndMetrics) {
   EXPECT_EQ(call("GET", "/v1/models", "").status, 200);
 }
 
+TEST_F(RouterTest, CorsAnswersPreflightsAndLabelsRepliesForAllowedOrigins) {
+  auto call = [&](std::string method, std::string target, std::string origin,
+                  std::string authorization = {}) {
+    std::promise<HttpResponse> p;
+    auto f = p.get_future();
+    router_.Handle(HttpRequest{std::move(method), std::move(target), R"({"input":"a b"})",
+                               std::move(authorization), std::move(origin)},
+                   [&p](HttpResponse r) { p.set_value(std::move(r)); });
+    return f.get();
+  };
+  auto header = [](const HttpResponse& r, std::string_view name) {
+    for (const auto& [n, v] : r.headers) {
+      if (n == name) return v;
+    }
+    return std::string("<none>");
+  };
+  // No origins configured: no CORS headers, and OPTIONS is just another method.
+  EXPECT_EQ(
+      header(call("POST", "/v1/embeddings", "https://a.example"), "Access-Control-Allow-Origin"),
+      "<none>");
+  EXPECT_EQ(call("OPTIONS", "/v1/embeddings", "https://a.example").status, 405);
+
+  router_.SetCorsOrigins({"https://a.example", "https://b.example"});
+  router_.SetApiKey("k");
+  HttpResponse ok = call("POST", "/v1/embeddings", "https://b.example", "Bearer k");
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_EQ(header(ok, "Access-Control-Allow-Origin"), "https://b.example");
+  EXPECT_EQ(header(ok, "Vary"), "Origin");
+  // Errors carry it too (the page must be able to read them).
+  HttpResponse denied = call("POST", "/v1/embeddings", "https://a.example");
+  EXPECT_EQ(denied.status, 401);
+  EXPECT_EQ(header(denied, "Access-Control-Allow-Origin"), "https://a.example");
+  EXPECT_EQ(header(call("POST", "/v1/embeddings", "https://c.example", "Bearer k"),
+                   "Access-Control-Allow-Origin"),
+            "<none>");
+  // A preflight needs no key (browsers send none) and says what the request may carry.
+  HttpResponse pre = call("OPTIONS", "/v1/embeddings", "https://a.example");
+  EXPECT_EQ(pre.status, 204);
+  EXPECT_TRUE(pre.body.empty());
+  EXPECT_EQ(header(pre, "Access-Control-Allow-Origin"), "https://a.example");
+  EXPECT_EQ(header(pre, "Access-Control-Allow-Methods"), "GET, POST");
+  EXPECT_EQ(header(pre, "Access-Control-Allow-Headers"), "authorization, content-type");
+  EXPECT_EQ(call("OPTIONS", "/nowhere", "https://a.example").status, 404);
+  EXPECT_EQ(call("OPTIONS", "/v1/embeddings", "https://c.example").status, 401);
+
+  router_.SetCorsOrigins({"*"});
+  EXPECT_EQ(header(call("OPTIONS", "/embed", "https://any.example"), "Access-Control-Allow-Origin"),
+            "*");
+}
+
 TEST_F(RouterTest, EmbedsTextsInOrderWithUsage) {
   int64_t tokens = 0;
   auto rows =
