@@ -69,6 +69,8 @@ class HttpBenchClient final : public BenchClient {
         http::request<http::string_body> req{http::verb::post, target_.path, 11};
         req.set(http::field::host, target_.host);
         req.set(http::field::content_type, "application/json");
+        if (!target_.api_key.empty())
+          req.set(http::field::authorization, "Bearer " + target_.api_key);
         req.keep_alive(true);
         req.body() = body;
         req.prepare_payload();

@@ -29,6 +29,7 @@ struct BenchTarget {
   std::string path = "/v1/embeddings";  // HTTP only
   std::string model;                    // sent as "model" when not empty
   bool base64 = true;                   // HTTP: encoding_format base64 (else float)
+  std::string api_key;                  // HTTP: sent as `Authorization: Bearer` when not empty
 };
 
 // "http://host:port[/path]" or "grpc://host:port".

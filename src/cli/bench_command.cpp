@@ -49,6 +49,7 @@ struct BenchOptions {
   std::string label;
   std::string model_dir = "models/all-MiniLM-L6-v2";
   std::string served_model_name;
+  std::string api_key;
   std::string reference_dir = "tests/fixtures/minilm";
   std::string corpus = "../shared/data/stsb/stsb-en-test.csv";
   std::vector<std::string> suites = {"latency", "throughput", "concurrency"};
@@ -385,6 +386,7 @@ int RunBench(const BenchOptions& o) {
     target = *t;
     target.model = o.served_model_name;
     target.base64 = !o.float_format;
+    target.api_key = o.api_key;
     double worst = 0;
     if (Status st = CheckFidelity(target, o, &worst); !st.ok()) {
       spdlog::error("{}", st.ToString());
@@ -480,6 +482,8 @@ void RegisterBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--model", o->model_dir, "model directory (tokenizer, maximum length, offline engine)")
       ->capture_default_str();
   cmd->add_option("--served-model-name", o->served_model_name, "\"model\" sent in requests");
+  cmd->add_option("--api-key", o->api_key, "HTTP targets: sent as `Authorization: Bearer KEY`")
+      ->envname("ORCHID_API_KEY");
   cmd->add_option("--reference", o->reference_dir,
                   "reference embeddings for the warm-up check (inputs.json + embeddings.f32)")
       ->capture_default_str();

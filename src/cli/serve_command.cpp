@@ -143,7 +143,8 @@ void RegisterServeCommand(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
       "serve",
       "Serve models over HTTP (gateway and worker in one process): OpenAI POST /v1/embeddings, "
-      "TEI POST /embed, rerank POST /rerank /v1/rerank /v1/score, GET /metrics");
+      "TEI POST /embed /similarity /predict /tokenize /decode, rerank POST /rerank /v1/rerank "
+      "/v1/score, GET /info /health /metrics");
   cmd->add_option("--model", opts->models,
                   "Hugging Face model directory, or NAME=DIR; repeat to host several models "
                   "(requests pick one with `model`; the first is the default)")
