@@ -44,12 +44,39 @@ std::string_view PathOf(std::string_view target) {
 }
 
 // The route label of a request's metrics: a known path, or "other" (keeps label sets bounded).
+// OpenAI's "retrieve model": GET /v1/models/{id}, where the id may hold '/' ("BAAI/bge-m3").
+constexpr std::string_view kModelPrefix = "/v1/models/";
+
 std::string RouteLabel(std::string_view target) {
   const std::string_view path = PathOf(target);
   for (const RouteEntry& r : kRoutes) {
     if (r.path == path) return std::string(path);
   }
+  if (path.size() > kModelPrefix.size() && path.substr(0, kModelPrefix.size()) == kModelPrefix) {
+    return "/v1/models/{id}";
+  }
   return "other";
+}
+
+// %XX escapes decoded (a client may send "BAAI%2Fbge-m3"); malformed escapes stay as they are.
+std::string PercentDecoded(std::string_view s) {
+  auto hex = [](char c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+  };
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out.push_back(char(hex(s[i + 1]) * 16 + hex(s[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
 }
 
 // Replies at most once, so that a failure after a reply (or a reply after a failure) cannot
@@ -185,6 +212,17 @@ void Router::Route(HttpRequest request, const Reply& reply) {
   const RouteEntry* route = nullptr;
   for (const RouteEntry& r : kRoutes) {
     if (r.path == path) route = &r;
+  }
+  if (route == nullptr && RouteLabel(path) == "/v1/models/{id}") {
+    if (request.method != "GET") {
+      ApiError e = ApiError::InvalidRequest("/v1/models/{id} accepts GET, not " + request.method,
+                                            {}, "method_not_allowed");
+      e.http_status = 405;
+      HttpResponse r = ErrorResponse(e);
+      r.allow = "GET";
+      return reply(std::move(r));
+    }
+    return reply(Model(PercentDecoded(path.substr(kModelPrefix.size()))));
   }
   if (route == nullptr) {
     ApiError e = ApiError::InvalidRequest(
@@ -446,16 +484,33 @@ void Router::TeiPredict(std::string body, const Reply& reply) {
   });
 }
 
+// One model as OpenAI's model object, with orchid's "task": embed, rerank (one label) or
+// classify (several).
+void Router::WriteModel(const RoutedModel& m, JsonWriter* w) const {
+  w->BeginObject().Key("id").String(m.embed->model_name()).Key("object").String("model");
+  w->Key("created").Int(created_).Key("owned_by").String("orchid");
+  const char* task = !m.embed->is_scorer()                   ? "embed"
+                     : m.embed->model_info().num_labels == 1 ? "rerank"
+                                                             : "classify";
+  w->Key("task").String(task).EndObject();
+}
+
 HttpResponse Router::Models() const {
   HttpResponse r;
   JsonWriter w(&r.body);
   w.BeginObject().Key("object").String("list").Key("data").BeginArray();
-  for (const RoutedModel& m : models_) {
-    w.BeginObject().Key("id").String(m.embed->model_name()).Key("object").String("model");
-    w.Key("created").Int(created_).Key("owned_by").String("orchid");
-    w.Key("task").String(m.embed->is_scorer() ? "rerank" : "embed").EndObject();
-  }
+  for (const RoutedModel& m : models_) WriteModel(m, &w);
   w.EndArray().EndObject();
+  return r;
+}
+
+HttpResponse Router::Model(const std::string& id) const {
+  ApiError not_found;
+  const RoutedModel* m = Select(id, &not_found);
+  if (m == nullptr) return ErrorResponse(not_found);
+  HttpResponse r;
+  JsonWriter w(&r.body);
+  WriteModel(*m, &w);
   return r;
 }
 

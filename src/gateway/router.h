@@ -10,7 +10,7 @@
 //   POST /v1/score        vLLM-style pair scores
 //   POST /tokenize        TEI: tokens with ids, text and character offsets
 //   POST /decode          TEI: ids back to text
-//   GET  /v1/models       every served model
+//   GET  /v1/models       every served model; /v1/models/{id} one of them (OpenAI's retrieve)
 //   GET  /health          {"status":"ok"}, or 503 while no worker can take requests
 //   GET  /metrics         Prometheus text format (when a registry is given)
 //   GET  /info            the default model, in text-embeddings-inference's shape
@@ -40,6 +40,8 @@
 #include "gateway/score_service.h"
 
 namespace orchid {
+
+class JsonWriter;  // gateway/json_writer.h
 
 struct HttpRequest {
   std::string method;  // "GET", "POST", ...
@@ -97,6 +99,8 @@ class Router {
   enum class ScoreRoute { kTei, kRerank, kScore };
   void Score(ScoreRoute route, std::string body, const Reply& reply);
   HttpResponse Models() const;
+  HttpResponse Model(const std::string& id) const;  // GET /v1/models/{id}
+  void WriteModel(const RoutedModel& m, JsonWriter* w) const;
   HttpResponse Info() const;
   HttpResponse Health() const;
   // The model a request names (nullopt: the first), or the 404 to send.

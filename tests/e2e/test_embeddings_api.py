@@ -34,6 +34,9 @@ def test_models(server, model_name, client):
     assert m["id"] == model_name and m["object"] == "model" and m["owned_by"] == "orchid"
     assert isinstance(m["created"], int)
     assert [m.id for m in client.models.list()] == [model_name]
+    assert client.models.retrieve(model_name).id == model_name
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("no-such-model")
 
 
 def test_openai_client_default_base64(client, model_name):

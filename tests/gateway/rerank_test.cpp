@@ -528,6 +528,16 @@ TEST_F(PredictTest, BadInputsAreRefusedInTeisShape) {
   refused(many + "]}", 413, "more than the limit");
 }
 
+TEST_F(PredictTest, ModelsCallsItAClassifier) {
+  std::promise<HttpResponse> p;
+  auto f = p.get_future();
+  router_.Handle(HttpRequest{"GET", "/v1/models/nli-model", ""},
+                 [&p](HttpResponse r) { p.set_value(std::move(r)); });
+  const HttpResponse r = f.get();
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(std::string_view(parser_.parse(r.body)["task"]), "classify");
+}
+
 TEST_F(PredictTest, AutoTruncateCutsInputsThatDoNotSayOtherwise) {
   const std::string long_text = "a b c d e f g h i j k l";
   score_.set_auto_truncate(true);

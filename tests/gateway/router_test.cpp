@@ -121,6 +121,21 @@ TEST_F(RouterTest, HealthAndModels) {
   EXPECT_EQ(std::string_view(doc["data"].at(0)["object"]), "model");
   EXPECT_EQ(std::string_view(doc["data"].at(0)["owned_by"]), "orchid");
   EXPECT_GT(int64_t(doc["data"].at(0)["created"]), 1600000000);
+  // OpenAI's retrieve: GET /v1/models/{id}, the id percent-decoded.
+  for (const char* target : {"/v1/models/fake-model", "/v1/models/fake%2Dmodel"}) {
+    HttpResponse one = Call("GET", target);
+    ASSERT_EQ(one.status, 200) << target << one.body;
+    simdjson::dom::element o = parser_.parse(one.body);
+    EXPECT_EQ(std::string_view(o["id"]), "fake-model");
+    EXPECT_EQ(std::string_view(o["object"]), "model");
+    EXPECT_EQ(std::string_view(o["task"]), "embed");
+  }
+  simdjson::dom::element e = Error(Call("GET", "/v1/models/BAAI/bge-m3"), 404, "model");
+  EXPECT_EQ(std::string_view(e["code"]), "model_not_found");
+  EXPECT_EQ(Call("POST", "/v1/models/fake-model").allow, "GET");
+  // No id: the list (a trailing slash is dropped from every path).
+  EXPECT_EQ(std::string_view(parser_.parse(Call("GET", "/v1/models/").body)["object"]), "list");
+  EXPECT_NE(Call("GET", "/metrics").body.find("route=\"/v1/models/{id}\""), std::string::npos);
 }
 
 TEST_F(RouterTest, UnknownRouteAndWrongMethod) {
