@@ -12,5 +12,6 @@ void RegisterTokenizeCommand(CLI::App& app, int* exit_code);
 void RegisterWorkerCommand(CLI::App& app, int* exit_code);
 void RegisterGatewayCommand(CLI::App& app, int* exit_code);
 void RegisterBenchCommand(CLI::App& app, int* exit_code);
+void RegisterEmbedCommand(CLI::App& app, int* exit_code);
 
 }  // namespace orchid::cli

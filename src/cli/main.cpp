@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   orchid::cli::RegisterWorkerCommand(app, &exit_code);
   orchid::cli::RegisterGatewayCommand(app, &exit_code);
   orchid::cli::RegisterBenchCommand(app, &exit_code);
+  orchid::cli::RegisterEmbedCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }
