@@ -105,9 +105,10 @@ void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* f) {
   cmd->add_option("--default-prompt", f->default_prompt,
                   "text put before every input that names no prompt_name / input_type "
                   "(default: the model's default_prompt_name, if any)");
-  cmd->add_option("--api-key", f->api_key,
-                  "require `Authorization: Bearer KEY` on every route but /health and /metrics "
-                  "(401 otherwise); prefer the environment variable, which `ps` does not show")
+  cmd->add_option(
+         "--api-key", f->api_key,
+         "require `Authorization: Bearer KEY` on every route but /health, /metrics and "
+         "/openapi.json (401 otherwise); prefer the environment variable, which `ps` does not show")
       ->envname("ORCHID_API_KEY");
   cmd->add_flag("--auto-truncate", f->auto_truncate,
                 "cut inputs over the model's maximum length (as a request's `truncate: true` "

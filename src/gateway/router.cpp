@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gateway/json_writer.h"
+#include "gateway/openapi_json.h"
 #include "gateway/tokenize_routes.h"
 
 namespace orchid {
@@ -35,6 +36,7 @@ constexpr RouteEntry kRoutes[] = {
     {"/tokenize", "POST"},      {"/decode", "POST"},     {"/rerank", "POST"},
     {"/v1/rerank", "POST"},     {"/v1/score", "POST"},   {"/score", "POST"},
     {"/info", "GET"},           {"/similarity", "POST"}, {"/predict", "POST"},
+    {"/openapi.json", "GET"},
 };
 
 std::string_view PathOf(std::string_view target) {
@@ -197,6 +199,7 @@ void Router::Handle(HttpRequest request, Reply reply) {
 void Router::Route(HttpRequest request, const Reply& reply) {
   const std::string_view path = PathOf(request.target);
   if (!expected_authorization_.empty() && path != "/health" && path != "/metrics" &&
+      path != "/openapi.json" &&
       !SameAuthorization(request.authorization, expected_authorization_)) {
     ApiError e = ApiError::InvalidRequest(
         request.authorization.empty()
@@ -252,6 +255,11 @@ void Router::Route(HttpRequest request, const Reply& reply) {
     return reply(std::move(r));
   }
   if (path == "/v1/models") return reply(Models());
+  if (path == "/openapi.json") {
+    HttpResponse r;
+    r.body = kOpenApiJson;
+    return reply(std::move(r));
+  }
   if (path == "/info") return reply(Info());
   if (path == "/tokenize") {
     return reply(HandleTokenize(service_->tokenizer(), request.body, kMaxClientBatchSize));

@@ -14,9 +14,10 @@
 //   GET  /health          {"status":"ok"}, or 503 while no worker can take requests
 //   GET  /metrics         Prometheus text format (when a registry is given)
 //   GET  /info            the default model, in text-embeddings-inference's shape
+//   GET  /openapi.json    the API's OpenAPI 3.1 description (src/gateway/openapi.json)
 //
-// With an API key set (SetApiKey), every route but /health and /metrics answers 401 unless the
-// request carries `Authorization: Bearer <key>` (what OpenAI's clients send).
+// With an API key set (SetApiKey), every route but /health, /metrics and /openapi.json answers
+// 401 unless the request carries `Authorization: Bearer <key>` (what OpenAI's clients send).
 // With CORS origins set (SetCorsOrigins), a request whose Origin is allowed gets
 // Access-Control-Allow-Origin on its reply, and an OPTIONS preflight to a known route gets 204
 // with the allowed methods and headers (no API key needed for it).
@@ -79,8 +80,8 @@ class Router {
                   ScoreService* score = nullptr);
   explicit Router(std::vector<RoutedModel> models, MetricsRegistry* metrics = nullptr);
 
-  // Requires `Authorization: Bearer <key>` on every route but /health and /metrics (an empty key
-  // requires nothing). Call before the first Handle().
+  // Requires `Authorization: Bearer <key>` on every route but /health, /metrics and
+  // /openapi.json (an empty key requires nothing). Call before the first Handle().
   void SetApiKey(std::string key);
   // Origins (e.g. "https://app.example.com") whose browser pages may call the API; "*": any.
   // Empty: no CORS headers (browsers then refuse cross-origin replies). Call before Handle().

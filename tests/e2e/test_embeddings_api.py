@@ -234,6 +234,19 @@ def test_tei_similarity_matches_the_reference_cosines(server):
     r = requests.post(server.url + "/similarity", json=body, timeout=120)
     assert r.status_code == 200 and len(r.json()) == 1, r.text
 
+
+def test_openapi_document_is_valid_and_lists_the_routes(server):
+    """GET /openapi.json: a valid OpenAPI 3.1 document (openapi-spec-validator) describing the
+    routes this file exercises."""
+    from openapi_spec_validator import validate
+
+    r = requests.get(server.url + "/openapi.json", timeout=30)
+    assert r.status_code == 200 and r.headers["Content-Type"].startswith("application/json")
+    doc = r.json()
+    validate(doc)
+    for path in ("/v1/embeddings", "/embed", "/similarity", "/tokenize", "/v1/models", "/health"):
+        assert path in doc["paths"], path
+
 def test_api_key_guards_the_api_but_not_health_or_metrics():
     """ORCHID_API_KEY (or --api-key): the API answers 401 (OpenAI's error shape, WWW-Authenticate:
     Bearer) without the key and serves the official client that sends it; /health and /metrics

@@ -248,6 +248,39 @@ TEST_F(RouterTest, CorsAnswersPreflightsAndLabelsRepliesForAllowedOrigins) {
             "*");
 }
 
+// GET /openapi.json: the compiled-in document, with the build's version, describing every route
+// the router answers (and open without the API key, as documentation).
+TEST_F(RouterTest, OpenApiDescribesEveryRoute) {
+  router_.SetApiKey("k");
+  const HttpResponse r = Call("GET", "/openapi.json");
+  ASSERT_EQ(r.status, 200) << r.body;
+  simdjson::dom::element doc = parser_.parse(r.body);
+  EXPECT_EQ(std::string_view(doc["openapi"]), "3.1.0");
+  EXPECT_EQ(std::string_view(doc["info"]["version"]), ORCHID_VERSION_STRING);
+  const std::vector<std::pair<std::string, std::string>> routes = {
+      {"/v1/embeddings", "post"}, {"/embeddings", "post"}, {"/embed", "post"},
+      {"/similarity", "post"},    {"/predict", "post"},    {"/rerank", "post"},
+      {"/v1/rerank", "post"},     {"/v1/score", "post"},   {"/score", "post"},
+      {"/tokenize", "post"},      {"/decode", "post"},     {"/v1/models", "get"},
+      {"/v1/models/{id}", "get"}, {"/info", "get"},        {"/health", "get"},
+      {"/metrics", "get"},        {"/openapi.json", "get"}};
+  simdjson::dom::object paths = doc["paths"];
+  EXPECT_EQ(paths.size(), routes.size());
+  for (const auto& [path, method] : routes) {
+    simdjson::dom::element op;
+    EXPECT_EQ(paths[path][method].get(op), simdjson::SUCCESS) << method << " " << path;
+    // And the router really answers it (not 404 / 405), with a key where one is needed.
+    std::promise<HttpResponse> p;
+    auto f = p.get_future();
+    std::string target = path == "/v1/models/{id}" ? "/v1/models/fake-model" : path;
+    router_.Handle(HttpRequest{method == "get" ? "GET" : "POST", target, "{}", "Bearer k"},
+                   [&p](HttpResponse reply) { p.set_value(std::move(reply)); });
+    const int status = f.get().status;
+    EXPECT_NE(status, 404) << path;
+    EXPECT_NE(status, 405) << path;
+  }
+}
+
 TEST_F(RouterTest, EmbedsTextsInOrderWithUsage) {
   int64_t tokens = 0;
   auto rows =
