@@ -19,9 +19,10 @@
 namespace orchid {
 namespace {
 
+// TEI's error body; an input over the model's maximum is TEI's Validation error, a 413.
 HttpResponse TeiErrorResponse(const ApiError& error) {
   HttpResponse r;
-  r.status = error.http_status;
+  r.status = error.code == "context_length_exceeded" ? 413 : error.http_status;
   r.body = TeiErrorBody(error);
   return r;
 }
@@ -297,14 +298,8 @@ const RoutedModel* Router::Select(const std::optional<std::string>& name, ApiErr
 
 void Router::Score(ScoreRoute route, std::string body, const Reply& reply) {
   const bool tei = route == ScoreRoute::kTei;
-  // TEI reports validation errors as 413 ({"error", "error_type"}), the others as OpenAI does.
-  auto error_reply = [tei](ApiError e) {
-    if (tei) {
-      if (e.code == "context_length_exceeded") e.http_status = 413;
-      return TeiErrorResponse(e);
-    }
-    return ErrorResponse(e);
-  };
+  // TEI's error shape (an over-long input is a 413 there), the others OpenAI's.
+  auto error_reply = [tei](ApiError e) { return tei ? TeiErrorResponse(e) : ErrorResponse(e); };
   ScoreRequest request;
   std::optional<ApiError> err;
   switch (route) {
@@ -458,11 +453,7 @@ void Router::TeiSimilarity(std::string body, const Reply& reply) {
 }
 
 void Router::TeiPredict(std::string body, const Reply& reply) {
-  // TEI's error shape; an input over the maximum is a 413, as on /rerank.
-  auto error_reply = [](ApiError e) {
-    if (e.code == "context_length_exceeded") e.http_status = 413;
-    return TeiErrorResponse(e);
-  };
+  auto error_reply = [](ApiError e) { return TeiErrorResponse(e); };
   PredictRequest request;
   if (auto err = ParsePredictRequest(body, &request)) return reply(error_reply(std::move(*err)));
   body.clear();

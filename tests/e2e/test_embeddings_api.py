@@ -229,7 +229,7 @@ def test_tei_similarity_matches_the_reference_cosines(server):
     # Over-long sentences: refused, or cut with parameters.truncate.
     body = {"inputs": {"source_sentence": SENTENCES[source], "sentences": [SENTENCES[LONG_INDEX]]}}
     r = requests.post(server.url + "/similarity", json=body, timeout=120)
-    assert r.status_code == 400 and r.json()["error_type"] == "Validation", r.text
+    assert r.status_code == 413 and r.json()["error_type"] == "Validation", r.text
     body["parameters"] = {"truncate": True}
     r = requests.post(server.url + "/similarity", json=body, timeout=120)
     assert r.status_code == 200 and len(r.json()) == 1, r.text

@@ -388,7 +388,7 @@ TEST_F(RouterTest, AutoTruncateCutsInputsThatDoNotSayOtherwise) {
   EXPECT_EQ(Post(R"({"input":")" + long_text + R"(","truncate":false})").status, 400);
   EXPECT_EQ(Call("POST", "/embed", R"({"inputs":")" + long_text + R"("})").status, 200);
   EXPECT_EQ(Call("POST", "/embed", R"({"inputs":")" + long_text + R"(","truncate":false})").status,
-            400);
+            413);  // TEI's status for an input over the maximum
   EXPECT_EQ(Post(R"({"input":[[5,6,7,8,9,10,11,12,13,14]]})").status, 200);  // token ids too
 }
 
@@ -429,10 +429,10 @@ TEST_F(RouterTest, TeiSimilarityIsTheCosineOfTheSourceToEachSentence) {
   std::string many = R"({"inputs":{"source_sentence":"a","sentences":[)";
   for (size_t i = 0; i < Router::kMaxClientBatchSize; ++i) many += i ? ",\"c\"" : "\"c\"";
   validation(many + "]}}", "more than the limit", 413);
-  // Over the maximum length (8 tokens): refused (as /embed refuses it) unless parameters.truncate.
+  // Over the maximum length (8 tokens): 413 (TEI's Validation status) unless parameters.truncate.
   const std::string long_text = "a b c d e f g h i j";
   validation(R"({"inputs":{"source_sentence":")" + long_text + R"(","sentences":["c"]}})",
-             "more than the model's maximum");
+             "more than the model's maximum", 413);
   EXPECT_EQ(Call("POST", "/similarity",
                  R"({"inputs":{"source_sentence":")" + long_text +
                      R"(","sentences":["c"]},"parameters":{"truncate":true}})")
