@@ -296,7 +296,8 @@ int RunEmbed(EmbedOptions o) {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<std::shared_ptr<Chunk>> queue;  // sent, not yet written
-  Progress progress(CountLines(o.input), o.quiet);
+  // The count is for the progress bar only: with --quiet the file is read once.
+  Progress progress(o.quiet ? 0 : CountLines(o.input), o.quiet);
   simdjson::dom::parser parser;
   size_t line_number = 0, next_index = 0;
   std::string failure;
