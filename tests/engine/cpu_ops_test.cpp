@@ -467,54 +467,59 @@ TEST(CpuOpsTest, RaggedSelfAttentionMatchesReference) {
 }
 
 // Grouped-query heads and causal masking (Qwen3): a plain reference per (sequence, head, token).
-// 70 tokens cross the causal path's 64-row blocks. Packed and BLAS products both.
+// 70 tokens cross the causal path's 64-row blocks. Packed and BLAS products both. Six sequences
+// are shared out whole over the pool; two are shared out by (sequence, key/value head), or by
+// (sequence, query head) when those are fewer than twice the threads.
 TEST(CpuOpsTest, RaggedAttentionCausalGroupedQueryMatchesReference) {
-  const std::vector<int32_t> lens = {1, 2, 17, 1, 70, 7};
-  std::vector<int32_t> cu = {0};
-  for (int32_t l : lens) cu.push_back(cu.back() + l);
-  const int T = cu.back();
-  for (auto [causal, blas] : {std::pair{true, false}, std::pair{false, false},
-                              std::pair{true, true}, std::pair{false, true}}) {
-    for (auto [heads, kv, hd] : {std::tuple{4, 2, 16}, std::tuple{6, 1, 8}, std::tuple{3, 3, 5}}) {
-      SCOPED_TRACE(::testing::Message() << "causal " << causal << " blas " << blas << " heads "
-                                        << heads << " kv " << kv);
-      const int Q = heads * hd, KV = kv * hd, ld = Q + 2 * KV;
-      auto qkv = Random(size_t(T) * size_t(ld), 41, -2, 2);
-      ForEachPool([&](ThreadPool* pool) {
-        std::vector<float> out(size_t(T) * size_t(Q), -7.0f);
-        Buffer<float> scratch;
-        RaggedAttention(pool, qkv.data(), cu.data(), int(lens.size()),
-                        {heads, kv, hd, causal, blas}, out.data(), &scratch);
-        for (size_t s = 0; s < lens.size(); ++s) {
-          for (int h = 0; h < heads; ++h) {
-            const int g = h / (heads / kv);
-            for (int i = cu[s]; i < cu[s + 1]; ++i) {
-              const int last = causal ? i : cu[s + 1] - 1;
-              std::vector<double> p;
-              double mx = -1e300, sum = 0;
-              for (int j = cu[s]; j <= last; ++j) {
-                double dot = 0;
-                for (int d = 0; d < hd; ++d) {
-                  dot += double(qkv[size_t(i) * ld + size_t(h * hd + d)]) *
-                         qkv[size_t(j) * ld + size_t(Q + g * hd + d)];
-                }
-                p.push_back(dot / std::sqrt(double(hd)));
-                mx = std::max(mx, p.back());
-              }
-              for (auto& v : p) sum += (v = std::exp(v - mx));
-              for (int d = 0; d < hd; ++d) {
-                double o = 0;
+  for (const std::vector<int32_t>& lens :
+       {std::vector<int32_t>{1, 2, 17, 1, 70, 7}, std::vector<int32_t>{70, 9}}) {
+    std::vector<int32_t> cu = {0};
+    for (int32_t l : lens) cu.push_back(cu.back() + l);
+    const int T = cu.back();
+    for (auto [causal, blas] : {std::pair{true, false}, std::pair{false, false},
+                                std::pair{true, true}, std::pair{false, true}}) {
+      for (auto [heads, kv, hd] :
+           {std::tuple{4, 2, 16}, std::tuple{6, 1, 8}, std::tuple{3, 3, 5}}) {
+        SCOPED_TRACE(::testing::Message() << "causal " << causal << " blas " << blas << " heads "
+                                          << heads << " kv " << kv);
+        const int Q = heads * hd, KV = kv * hd, ld = Q + 2 * KV;
+        auto qkv = Random(size_t(T) * size_t(ld), 41, -2, 2);
+        ForEachPool([&](ThreadPool* pool) {
+          std::vector<float> out(size_t(T) * size_t(Q), -7.0f);
+          Buffer<float> scratch;
+          RaggedAttention(pool, qkv.data(), cu.data(), int(lens.size()),
+                          {heads, kv, hd, causal, blas}, out.data(), &scratch);
+          for (size_t s = 0; s < lens.size(); ++s) {
+            for (int h = 0; h < heads; ++h) {
+              const int g = h / (heads / kv);
+              for (int i = cu[s]; i < cu[s + 1]; ++i) {
+                const int last = causal ? i : cu[s + 1] - 1;
+                std::vector<double> p;
+                double mx = -1e300, sum = 0;
                 for (int j = cu[s]; j <= last; ++j) {
-                  o += p[size_t(j - cu[s])] / sum *
-                       qkv[size_t(j) * ld + size_t(Q + KV + g * hd + d)];
+                  double dot = 0;
+                  for (int d = 0; d < hd; ++d) {
+                    dot += double(qkv[size_t(i) * ld + size_t(h * hd + d)]) *
+                           qkv[size_t(j) * ld + size_t(Q + g * hd + d)];
+                  }
+                  p.push_back(dot / std::sqrt(double(hd)));
+                  mx = std::max(mx, p.back());
                 }
-                ASSERT_NEAR(out[size_t(i) * Q + size_t(h * hd + d)], o, 1e-5)
-                    << "seq " << s << " head " << h << " token " << i;
+                for (auto& v : p) sum += (v = std::exp(v - mx));
+                for (int d = 0; d < hd; ++d) {
+                  double o = 0;
+                  for (int j = cu[s]; j <= last; ++j) {
+                    o += p[size_t(j - cu[s])] / sum *
+                         qkv[size_t(j) * ld + size_t(Q + KV + g * hd + d)];
+                  }
+                  ASSERT_NEAR(out[size_t(i) * Q + size_t(h * hd + d)], o, 1e-5)
+                      << "seq " << s << " head " << h << " token " << i;
+                }
               }
             }
           }
-        }
-      });
+        });
+      }
     }
   }
 }
