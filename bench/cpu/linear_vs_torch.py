@@ -102,7 +102,6 @@ def main():
         f"- torch {torch.__version__}; m = {args.rows} rows; {args.rounds} alternating rounds x {args.reps} runs "
         "per side per shape; medians",
         f"- made by `.venv-bench/bin/python bench/cpu/linear_vs_torch.py --rounds {args.rounds} --threads {args.threads}`",
-        "",
         f"- one core's fp32 FMA peak, measured (`orchid_linear_bench --peak`: 12 register-only AVX2 FMA chains): "
         f"**{peak:.1f} GFLOP/s**; '% peak' is against threads x that",
         "",
