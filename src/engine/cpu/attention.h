@@ -3,9 +3,11 @@
 // For every sequence s (tokens [cu[s], cu[s+1])) and head h, on the head's slices of the fused
 // QKV rows: out_h = softmax(Q_h K_h^T / sqrt(head_dim)) V_h. Bidirectional (encoders).
 // Both products run on packed_gemm.h (K and V packed per head into scratch), or on BLAS
-// straight from the QKV rows when the shape asks for it. Work is spread
-// over the pool by sequence when there are enough sequences, else by (sequence, head); each
-// thread has its own score matrix, so the scores take O(max_len^2) memory per thread.
+// straight from the QKV rows when the shape asks for it. K and V are packed once per key/value
+// head for all the query heads that read it. Work is spread over the pool by sequence when there
+// are enough sequences, else by (sequence, key/value head), or by (sequence, query head) when
+// those are too few; each thread has its own score matrix, so the scores take O(max_len^2)
+// memory per thread.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +27,8 @@ struct AttentionShape {
 
 // qkv: [num_tokens, (num_heads + 2 * num_kv_heads) * head_dim], each row [Q | K | V], heads
 // contiguous inside each; query head h reads key/value head h / (num_heads / num_kv_heads).
-// out: [num_tokens, num_heads * head_dim]. scratch grows to threads x max_len^2 floats.
+// out: [num_tokens, num_heads * head_dim]. scratch grows to threads x (max_len^2 + 3 max_len
+// head_dim) floats, about.
 void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqlens, int num_seqs,
                      const AttentionShape& shape, float* out, Buffer<float>* scratch);
 
