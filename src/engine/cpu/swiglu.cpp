@@ -34,23 +34,14 @@ ORCHID_AVX2 void SwiGluRowAvx2(const float* g, const float* u, int dim, float* o
 
 void SwiGlu(ThreadPool* pool, const float* gate_up, int rows, int dim, float* out) {
   const int64_t grain = std::max<int64_t>(4, rows / (4 * PoolSize(pool)));
+  void (*row)(const float*, const float*, int, float*) = SwiGluRowScalar;
 #if ORCHID_HAVE_X86_SIMD
-  const bool avx2 = simd::HasAvx2Fma();
-#else
-  const bool avx2 = false;
+  if (simd::HasAvx2Fma()) row = SwiGluRowAvx2;
 #endif
   ParallelFor(pool, rows, grain, [&](int, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* g = gate_up + size_t(r) * 2 * size_t(dim);
-      const float* u = g + dim;
-      float* o = out + size_t(r) * size_t(dim);
-#if ORCHID_HAVE_X86_SIMD
-      if (avx2) {
-        SwiGluRowAvx2(g, u, dim, o);
-        continue;
-      }
-#endif
-      SwiGluRowScalar(g, u, dim, o);
+      row(g, g + dim, dim, out + size_t(r) * size_t(dim));
     }
   });
 }
