@@ -75,7 +75,10 @@ class Model {
  public:
   virtual ~Model() = default;
   virtual const ModelInfo& info() const = 0;
-  // hidden: output, [batch.num_tokens(), info().hidden_size], row-major.
+  // hidden: output, [batch.num_tokens(), info().hidden_size], row-major. Only the rows the
+  // batch's pooling reads are sure to hold the last layer's states (PooledRows, in
+  // engine/cpu/pooling.h): with CLS or last-token pooling a model may skip the others in its
+  // last layer, and they then hold an earlier layer's.
   virtual Status Forward(const RaggedBatch& batch, float* hidden) = 0;
   // Scorers (info().task == kScore): maps pooled vectors [rows, hidden_size] to logits
   // [rows, num_labels] (a classifier head; Qwen3-Reranker's yes-minus-no row). The engine calls

@@ -6,6 +6,7 @@
 #include "engine/cpu/attention.h"
 #include "engine/cpu/embedding.h"
 #include "engine/cpu/layer_norm.h"
+#include "engine/cpu/pooling.h"
 #include "models/weight_reader.h"
 
 namespace orchid {
@@ -157,21 +158,40 @@ Status BertModel::Forward(const RaggedBatch& batch, float* hidden) {
                   true);
   LayerNorm(pool, hidden, T, H, embed_norm_gamma_.data(), embed_norm_beta_.data(), eps);
 
-  for (const Layer& l : layers_) {
+  // The last layer's output is only read at the rows pooling reads: when that is fewer than all
+  // (CLS pooling, cross-encoders), the last layer computes keys and values for every token but
+  // everything after attention for those rows only, gathered together (`h`, `rows`).
+  const bool prune = last_rows_.Plan(batch);
+  float* h = hidden;
+  int rows = T;
+  for (size_t li = 0; li < layers_.size(); ++li) {
+    const Layer& l = layers_[li];
+    const bool blas = l.qkv_weight.type() == WeightType::kFloat32Blas;
     Linear(pool, hidden, T, H, l.qkv_weight, l.qkv_bias.data(), qkv_.data(), 3 * H,
            LinearEpilogue::kNone);
-    RaggedSelfAttention(pool, qkv_.data(), batch.cu_seqlens.data(), batch.num_sequences(), heads,
-                        H / heads, context_.data(), &scores_,
-                        l.qkv_weight.type() == WeightType::kFloat32Blas);
-    Linear(pool, context_.data(), T, H, l.attn_out_weight, l.attn_out_bias.data(), hidden, H,
+    const float* context = context_.data();
+    if (li + 1 == layers_.size() && prune) {
+      RaggedAttention(pool, qkv_.data(), batch.cu_seqlens.data(), batch.num_sequences(),
+                      {heads, heads, H / heads, false, blas}, context_.data(), &scores_,
+                      last_rows_.query_rows());
+      last_rows_.Gather(pool, context_.data(), H, hidden, H);
+      context = last_rows_.context();
+      h = last_rows_.hidden();
+      rows = last_rows_.size();
+    } else {
+      RaggedSelfAttention(pool, qkv_.data(), batch.cu_seqlens.data(), batch.num_sequences(), heads,
+                          H / heads, context_.data(), &scores_, blas);
+    }
+    Linear(pool, context, rows, H, l.attn_out_weight, l.attn_out_bias.data(), h, H,
            LinearEpilogue::kAccumulate);
-    LayerNorm(pool, hidden, T, H, l.attn_norm_gamma.data(), l.attn_norm_beta.data(), eps);
-    Linear(pool, hidden, T, H, l.inter_weight, l.inter_bias.data(), intermediate_.data(), I,
+    LayerNorm(pool, h, rows, H, l.attn_norm_gamma.data(), l.attn_norm_beta.data(), eps);
+    Linear(pool, h, rows, H, l.inter_weight, l.inter_bias.data(), intermediate_.data(), I,
            LinearEpilogue::kGelu);
-    Linear(pool, intermediate_.data(), T, I, l.out_weight, l.out_bias.data(), hidden, H,
+    Linear(pool, intermediate_.data(), rows, I, l.out_weight, l.out_bias.data(), h, H,
            LinearEpilogue::kAccumulate);
-    LayerNorm(pool, hidden, T, H, l.out_norm_gamma.data(), l.out_norm_beta.data(), eps);
+    LayerNorm(pool, h, rows, H, l.out_norm_gamma.data(), l.out_norm_beta.data(), eps);
   }
+  if (h != hidden) last_rows_.Scatter(H, hidden);
   return Status::Ok();
 }
 

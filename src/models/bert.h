@@ -18,6 +18,7 @@
 
 #include "core/tensor.h"
 #include "engine/cpu/linear.h"
+#include "engine/cpu/pooling.h"
 #include "engine/engine.h"
 #include "models/bert_config.h"
 #include "models/safetensors.h"
@@ -64,6 +65,7 @@ class BertModel : public Model {
   Tensor head_dense_bias_, head_out_bias_;
 
   Buffer<float> qkv_, context_, intermediate_, scores_, head_scratch_;
+  LastLayerRows last_rows_;  // the last layer on the pooled rows only (see Forward)
   std::vector<int32_t> shifted_positions_;
 };
 

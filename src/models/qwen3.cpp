@@ -4,6 +4,7 @@
 
 #include "engine/cpu/attention.h"
 #include "engine/cpu/embedding.h"
+#include "engine/cpu/pooling.h"
 #include "engine/cpu/rms_norm.h"
 #include "engine/cpu/rope.h"
 #include "engine/cpu/swiglu.h"
@@ -111,7 +112,15 @@ Status Qwen3Model::Forward(const RaggedBatch& batch, float* hidden) {
   const AttentionShape shape{
       config_.num_attention_heads, config_.num_key_value_heads, D, config_.causal,
       !layers_.empty() && layers_[0].qkv_weight.type() == WeightType::kFloat32Blas};
-  for (const Layer& l : layers_) {
+  // The last layer's output is only read at the rows pooling reads: when that is fewer than all
+  // (CLS / last-token pooling), the last layer computes keys and values for every token but
+  // everything after attention for those rows only, gathered together (`h`, `rows`).
+  const bool prune = last_rows_.Plan(batch);
+  float* h = hidden;
+  int rows = T;
+  for (size_t li = 0; li < layers_.size(); ++li) {
+    const Layer& l = layers_[li];
+    const bool last = li + 1 == layers_.size();
     RmsNorm(pool, hidden, H, T, H, l.input_norm.data(), eps, x_.data(), H);
     Linear(pool, x_.data(), T, H, l.qkv_weight, nullptr, qkv_.data(), ld_qkv,
            LinearEpilogue::kNone);
@@ -123,17 +132,27 @@ Status Qwen3Model::Forward(const RaggedBatch& batch, float* hidden) {
               config_.rope_theta);
     ApplyRope(pool, k, ld_qkv, T, config_.num_key_value_heads, D, batch.positions.data(),
               config_.rope_theta);
-    RaggedAttention(pool, qkv_.data(), batch.cu_seqlens.data(), batch.num_sequences(), shape,
-                    context_.data(), &scores_);
-    Linear(pool, context_.data(), T, Q, l.o_weight, nullptr, hidden, H,
-           LinearEpilogue::kAccumulate);
-    RmsNorm(pool, hidden, H, T, H, l.post_attention_norm.data(), eps, x_.data(), H);
-    Linear(pool, x_.data(), T, H, l.gate_up_weight, nullptr, gate_up_.data(), 2 * I,
+    const float* context = context_.data();
+    if (last && prune) {
+      RaggedAttention(pool, qkv_.data(), batch.cu_seqlens.data(), batch.num_sequences(), shape,
+                      context_.data(), &scores_, last_rows_.query_rows());
+      last_rows_.Gather(pool, context_.data(), Q, hidden, H);
+      context = last_rows_.context();
+      h = last_rows_.hidden();
+      rows = last_rows_.size();
+    } else {
+      RaggedAttention(pool, qkv_.data(), batch.cu_seqlens.data(), batch.num_sequences(), shape,
+                      context_.data(), &scores_);
+    }
+    Linear(pool, context, rows, Q, l.o_weight, nullptr, h, H, LinearEpilogue::kAccumulate);
+    RmsNorm(pool, h, H, rows, H, l.post_attention_norm.data(), eps, x_.data(), H);
+    Linear(pool, x_.data(), rows, H, l.gate_up_weight, nullptr, gate_up_.data(), 2 * I,
            LinearEpilogue::kNone);
-    SwiGlu(pool, gate_up_.data(), T, I, act_.data());
-    Linear(pool, act_.data(), T, I, l.down_weight, nullptr, hidden, H, LinearEpilogue::kAccumulate);
+    SwiGlu(pool, gate_up_.data(), rows, I, act_.data());
+    Linear(pool, act_.data(), rows, I, l.down_weight, nullptr, h, H, LinearEpilogue::kAccumulate);
   }
-  RmsNorm(pool, hidden, H, T, H, final_norm_.data(), eps, hidden, H);
+  RmsNorm(pool, h, H, rows, H, final_norm_.data(), eps, h, H);
+  if (h != hidden) last_rows_.Scatter(H, hidden);
   return Status::Ok();
 }
 

@@ -22,6 +22,7 @@
 
 #include "core/tensor.h"
 #include "engine/cpu/linear.h"
+#include "engine/cpu/pooling.h"
 #include "engine/engine.h"
 #include "models/qwen3_config.h"
 #include "models/safetensors.h"
@@ -70,6 +71,7 @@ class Qwen3Model : public Model {
   std::vector<float> yes_minus_no_;  // [H], rerankers only
 
   Buffer<float> x_, qkv_, context_, gate_up_, act_, scores_;
+  LastLayerRows last_rows_;  // the last layer on the pooled rows only (see Forward)
 };
 
 }  // namespace orchid

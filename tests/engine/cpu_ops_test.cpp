@@ -524,6 +524,48 @@ TEST(CpuOpsTest, RaggedAttentionCausalGroupedQueryMatchesReference) {
   }
 }
 
+// query_rows: each sequence computes only a range of its query rows (the last layer under CLS
+// or last-token pooling); those rows are bitwise the full call's, the others are left alone.
+TEST(CpuOpsTest, RaggedAttentionQueryRowsMatchTheFullCallBitwise) {
+  const std::vector<int32_t> lens = {1, 70, 130, 17, 64, 9};
+  std::vector<int32_t> cu = {0};
+  for (int32_t l : lens) cu.push_back(cu.back() + l);
+  const int T = cu.back();
+  // [begin, end) per sequence: the whole of it, the first row (CLS), the last (last token),
+  // and rows that straddle the causal path's 64-row blocks.
+  const std::vector<int32_t> ranges = {0, 1, 69, 70, 3, 129, 0, 1, 63, 64, 0, 9};
+  for (auto [causal, heads, kv, hd] : {std::tuple{true, 4, 2, 16}, std::tuple{false, 4, 2, 16},
+                                       std::tuple{true, 3, 3, 40}, std::tuple{false, 6, 1, 8}}) {
+    SCOPED_TRACE(::testing::Message() << "causal " << causal << " heads " << heads << " kv " << kv);
+    const int Q = heads * hd, ld = Q + 2 * kv * hd;
+    auto qkv = Random(size_t(T) * size_t(ld), 43, -2, 2);
+    ForEachPool([&](ThreadPool* pool) {
+      std::vector<float> full(size_t(T) * size_t(Q)), part(size_t(T) * size_t(Q), -7.0f);
+      Buffer<float> scratch;
+      const AttentionShape shape{heads, kv, hd, causal, false};
+      RaggedAttention(pool, qkv.data(), cu.data(), int(lens.size()), shape, full.data(), &scratch);
+      RaggedAttention(pool, qkv.data(), cu.data(), int(lens.size()), shape, part.data(), &scratch,
+                      ranges.data());
+      int computed = 0;
+      for (size_t s = 0; s < lens.size(); ++s) {
+        for (int i = 0; i < lens[s]; ++i) {
+          const bool wanted = i >= ranges[2 * s] && i < ranges[2 * s + 1];
+          computed += wanted;
+          for (int c = 0; c < Q; ++c) {
+            const size_t at = size_t(cu[s] + i) * size_t(Q) + size_t(c);
+            if (wanted) {
+              ASSERT_EQ(part[at], full[at]) << "seq " << s << " row " << i << " column " << c;
+            } else {
+              ASSERT_EQ(part[at], -7.0f) << "seq " << s << " row " << i << " written";
+            }
+          }
+        }
+      }
+      EXPECT_EQ(computed, 1 + 1 + 126 + 1 + 1 + 9);
+    });
+  }
+}
+
 TEST(CpuOpsTest, RmsNormRowsAndHeads) {
   const int rows = 37, dim = 24;
   auto x = Random(size_t(rows) * 30, 50, -3, 3);  // rows 30 floats apart

@@ -10,7 +10,8 @@
 namespace orchid {
 
 void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqlens, int num_seqs,
-                     const AttentionShape& shape, float* out, Buffer<float>* scratch) {
+                     const AttentionShape& shape, float* out, Buffer<float>* scratch,
+                     const int32_t* query_rows) {
   if (num_seqs <= 0) return;
   const int num_heads = shape.num_heads, head_dim = shape.head_dim;
   const int group = num_heads / shape.num_kv_heads;  // query heads per key/value head
@@ -40,6 +41,9 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
     float* v_packed = k_packed + k_size;
     float* q_rows = v_packed + v_size;
     const int start = cu_seqlens[s], len = cu_seqlens[s + 1] - start;
+    // The query rows [q0, q1) of the sequence that are wanted; the keys and values are all of it.
+    const int q0 = query_rows != nullptr ? query_rows[2 * s] : 0;
+    const int q1 = query_rows != nullptr ? query_rows[2 * s + 1] : len;
     const float* row = qkv + size_t(start) * ld_qkv;
     const float* k = row + hidden + size_t(g) * head_dim;
     const float* v = row + hidden + kv_width + size_t(g) * head_dim;
@@ -55,8 +59,8 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
         // multiply only keys [0, r1), their masked scores set to exact zeros as below.
         constexpr int kRowBlock = 64;
         const int block = causal ? kRowBlock : len;
-        for (int r0 = 0; r0 < len; r0 += block) {
-          const int r1 = std::min(len, r0 + block), keys = causal ? r1 : len;
+        for (int r0 = q0; r0 < q1; r0 += block) {
+          const int r1 = std::min(q1, r0 + block), keys = causal ? r1 : len;
           float* s_rows = scores + size_t(r0) * len;
           Gemm(false, true, r1 - r0, keys, head_dim, scale, q_in + size_t(r0) * ld_qkv, ld_qkv, k,
                ld_qkv, 0.0f, s_rows, len);
@@ -78,7 +82,7 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
       // row falls in the same few cache sets), copied next to each other first: QK^T re-reads
       // them for every panel of keys, and from the copy it ran ~20% faster (one 512-token head,
       // head_dim 128, AVX2).
-      for (int i = 0; i < len; ++i) {
+      for (int i = q0; i < q1; ++i) {
         std::copy(q_in + size_t(i) * ld_qkv, q_in + size_t(i) * ld_qkv + head_dim,
                   q_rows + size_t(i) * head_dim);
       }
@@ -86,20 +90,23 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
       const int ldq = head_dim;
       if (!causal) {
         // scores = Q K^T / sqrt(d): K's rows are the "weight" rows.
-        PackedGemm(q, len, ldq, PanelView{k_packed, len, head_dim}, scale, nullptr, scores, len,
-                   Epilogue::kNone);
-        SoftmaxRows(scores, len, len, len);
+        const PanelView kt{k_packed, len, head_dim}, vt{v_packed, head_dim, len};
+        PackedGemmTiles(q, ldq, kt, scale, nullptr, scores, len, Epilogue::kNone, q0, q1, 0,
+                        kt.panels());
+        SoftmaxRows(scores + size_t(q0) * len, q1 - q0, len, len);
         // out = P V: V [len, d] holds the weight W = V^T column by column.
-        PackedGemm(scores, len, len, PanelView{v_packed, head_dim, len}, 1.0f, nullptr, o, hidden,
-                   Epilogue::kNone);
+        PackedGemmTiles(scores, len, vt, 1.0f, nullptr, o, hidden, Epilogue::kNone, q0, q1, 0,
+                        vt.panels());
         continue;
       }
       // Causal: rows [r0, r1) only see keys [0, r1), so each block of rows multiplies only that
       // much of K and V (about half the work of the full products). Row i keeps columns 0..i;
-      // the masked ones become exact zeros, as softmax of -inf, and add nothing to P V.
+      // the masked ones become exact zeros, as softmax of -inf, and add nothing to P V (which is
+      // also why a row's result does not depend on where its block ends: the extra keys of a
+      // longer block add exact zeros after the row's own sum).
       constexpr int kRowBlock = 64;
-      for (int r0 = 0; r0 < len; r0 += kRowBlock) {
-        const int r1 = std::min(len, r0 + kRowBlock);
+      for (int r0 = q0; r0 < q1; r0 += kRowBlock) {
+        const int r1 = std::min(q1, r0 + kRowBlock);
         const int key_panels = (r1 + kPanelWidth - 1) / kPanelWidth;
         const int keys = std::min(len, key_panels * kPanelWidth);
         PackedGemmTiles(q, ldq, PanelView{k_packed, len, head_dim}, scale, nullptr, scores, len,

@@ -29,8 +29,15 @@ struct AttentionShape {
 // contiguous inside each; query head h reads key/value head h / (num_heads / num_kv_heads).
 // out: [num_tokens, num_heads * head_dim]. scratch grows to threads x (max_len^2 + 3 max_len
 // head_dim) floats, about.
+// query_rows (optional, 2 * num_seqs ints): sequence s computes only the outputs of its query
+// rows [query_rows[2 s], query_rows[2 s + 1]) (positions inside the sequence; all its rows are
+// still keys and values) and leaves its other rows of `out` alone. On the packed path each row
+// computed is bitwise what the call for all rows gives it (on BLAS, the library's rounding may
+// differ with the row count). A model's last layer uses this when pooling reads one row of the
+// sequence (CLS, last token).
 void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqlens, int num_seqs,
-                     const AttentionShape& shape, float* out, Buffer<float>* scratch);
+                     const AttentionShape& shape, float* out, Buffer<float>* scratch,
+                     const int32_t* query_rows = nullptr);
 
 // Bidirectional multi-head attention (BERT): RaggedAttention with num_kv_heads == num_heads.
 inline void RaggedSelfAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqlens,

@@ -1,6 +1,9 @@
 #include "engine/cpu/pooling.h"
 
+#include <algorithm>
 #include <cstring>
+
+#include "engine/cpu/embedding.h"
 
 namespace orchid {
 
@@ -35,6 +38,42 @@ void Pool(const float* hidden, int dim, const int32_t* cu_seqlens, int num_seqs,
         break;
       }
     }
+  }
+}
+
+bool PooledRows(const RaggedBatch& batch, std::vector<int32_t>* query_rows,
+                std::vector<int32_t>* rows) {
+  const int num_seqs = batch.num_sequences();
+  query_rows->resize(2 * size_t(num_seqs));
+  rows->clear();
+  for (int s = 0; s < num_seqs; ++s) {
+    const int len = batch.seq_len(s);
+    int begin = 0, end = len;
+    if (batch.pooling[size_t(s)] == Pooling::kCls) {
+      end = 1;
+    } else if (batch.pooling[size_t(s)] == Pooling::kLastToken) {
+      begin = len - 1;
+    }
+    (*query_rows)[2 * size_t(s)] = begin;
+    (*query_rows)[2 * size_t(s) + 1] = end;
+    for (int i = begin; i < end; ++i) rows->push_back(batch.cu_seqlens[size_t(s)] + i);
+  }
+  return int(rows->size()) < batch.num_tokens();
+}
+
+void LastLayerRows::Gather(ThreadPool* pool, const float* context, int context_width,
+                           const float* hidden, int hidden_width) {
+  const int n = size();
+  context_.Reserve(size_t(n) * size_t(context_width));
+  hidden_.Reserve(size_t(n) * size_t(hidden_width));
+  EmbeddingLookup(pool, context, context_width, rows_.data(), n, context_.data(), false);
+  EmbeddingLookup(pool, hidden, hidden_width, rows_.data(), n, hidden_.data(), false);
+}
+
+void LastLayerRows::Scatter(int hidden_width, float* hidden) const {
+  const size_t w = size_t(hidden_width);
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    std::copy(hidden_.data() + i * w, hidden_.data() + (i + 1) * w, hidden + size_t(rows_[i]) * w);
   }
 }
 
