@@ -5,6 +5,12 @@
 // --min-seconds are reached. Output: one JSON line per case with latency percentiles (ms),
 // embeddings/s, and the first sequence's embedding (so the driver can check fidelity against
 // the peer before trusting the timing). Driven by bench/run-cpu.sh.
+//
+// --interactive: load once, then read case names from stdin, one per line; for each, time one
+// run (after the warm-up runs, the first time a case is asked for) and print
+// {"name", "ms", "first_embedding"} (the embedding the first time only). A driver can so
+// alternate single runs with its peer's (bench/cpu/families_vs_torch.py), which keeps the
+// machine's drift from landing on one side only.
 #include <simdjson.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +18,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -41,6 +49,7 @@ int main(int argc, char** argv) {
   std::string model_dir, ids_path, dtype = "float32", gemm = "packed";
   int threads = 0, warmup = 3, min_iters = 10;
   double min_seconds = 3.0;
+  bool interactive = false;
   app.add_option("--model", model_dir, "model directory")->required();
   app.add_option("--ids", ids_path, "JSONL file of cases")->required();
   app.add_option("--threads", threads, "engine threads (0 = all cores)");
@@ -49,6 +58,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "warm-up runs per case");
   app.add_option("--min-iters", min_iters, "minimum timed runs per case");
   app.add_option("--min-seconds", min_seconds, "minimum timed seconds per case");
+  app.add_flag("--interactive", interactive,
+               "time one run per case name read from stdin (see the file's comment)");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<Case> cases;
@@ -92,31 +103,77 @@ int main(int argc, char** argv) {
   const orchid::ModelInfo info = (*model)->info();
   auto engine = orchid::MakeCpuEngine(std::move(model).value(), {.num_threads = threads});
 
-  for (const Case& c : cases) {
+  auto make_batch = [&](const Case& c) {
     orchid::RaggedBatch batch;
-    size_t tokens = 0;
     for (const auto& s : c.seqs) {
       batch.Add(s.data(), int(s.size()), info.default_pooling, info.default_normalize);
-      tokens += s.size();
     }
-    orchid::Embeddings first;
-    for (int i = 0; i < warmup; ++i) {
-      const auto& r = engine->Submit(batch).wait();
-      if (!r.ok()) {
-        std::fprintf(stderr, "%s: %s\n", c.name.c_str(), r.status().ToString().c_str());
-        return 1;
-      }
-      first = *r;
-    }
-    std::vector<double> ms;
-    const auto start = std::chrono::steady_clock::now();
-    for (;;) {
+    return batch;
+  };
+  // Runs the batch `runs` times; returns false on an error. *first: the last result.
+  auto run = [&](const std::string& name, const orchid::RaggedBatch& batch, int runs,
+                 orchid::Embeddings* first, std::vector<double>* ms) {
+    for (int i = 0; i < runs; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       const auto& r = engine->Submit(batch).wait();
       const auto t1 = std::chrono::steady_clock::now();
-      if (!r.ok()) return 1;
-      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      const double elapsed = std::chrono::duration<double>(t1 - start).count();
+      if (!r.ok()) {
+        std::fprintf(stderr, "%s: %s\n", name.c_str(), r.status().ToString().c_str());
+        return false;
+      }
+      if (first != nullptr) *first = *r;
+      if (ms != nullptr) ms->push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+    return true;
+  };
+  auto embedding_json = [](const orchid::Embeddings& e) {
+    std::ostringstream out;
+    out << "[";
+    for (int d = 0; d < e.dim; ++d) out << (d ? "," : "") << e.row(0)[d];
+    out << "]";
+    return out.str();
+  };
+
+  if (interactive) {
+    std::map<std::string, const Case*> by_name;
+    for (const Case& c : cases) by_name[c.name] = &c;
+    std::map<std::string, orchid::RaggedBatch> warm;  // cases already warmed up
+    std::string name;
+    while (std::getline(std::cin, name)) {
+      auto it = by_name.find(name);
+      if (it == by_name.end()) {
+        std::fprintf(stderr, "no case named \"%s\"\n", name.c_str());
+        return 1;
+      }
+      const bool first_time = warm.count(name) == 0;
+      if (first_time) warm[name] = make_batch(*it->second);
+      const orchid::RaggedBatch& batch = warm[name];
+      orchid::Embeddings first;
+      std::vector<double> ms;
+      if (first_time && !run(name, batch, warmup, nullptr, nullptr)) return 1;
+      if (!run(name, batch, 1, &first, &ms)) return 1;
+      std::ostringstream out;
+      out << "{\"name\":\"" << name << "\",\"ms\":" << ms[0];
+      if (first_time) out << ",\"first_embedding\":" << embedding_json(first);
+      out << "}\n";
+      std::fputs(out.str().c_str(), stdout);
+      std::fflush(stdout);
+    }
+    return 0;
+  }
+
+  for (const Case& c : cases) {
+    const orchid::RaggedBatch batch = make_batch(c);
+    size_t tokens = 0;
+    for (const auto& s : c.seqs) tokens += s.size();
+    orchid::Embeddings first;
+    if (!run(c.name, batch, warmup, &first, nullptr)) return 1;
+    std::vector<double> ms;
+    const auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      if (!run(c.name, batch, 1, warmup > 0 ? nullptr : &first, &ms)) return 1;
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (int(ms.size()) >= min_iters && elapsed >= min_seconds) break;
     }
     double total = 0;
@@ -127,9 +184,7 @@ int main(int argc, char** argv) {
         << ",\"p90_ms\":" << Percentile(ms, 0.9) << ",\"p99_ms\":" << Percentile(ms, 0.99)
         << ",\"max_ms\":" << *std::max_element(ms.begin(), ms.end())
         << ",\"emb_per_s\":" << double(c.seqs.size()) * double(ms.size()) / (total / 1000.0)
-        << ",\"first_embedding\":[";
-    for (int d = 0; d < first.dim; ++d) out << (d ? "," : "") << first.row(0)[d];
-    out << "]}\n";
+        << ",\"first_embedding\":" << embedding_json(first) << "}\n";
     std::fputs(out.str().c_str(), stdout);
     std::fflush(stdout);
   }

@@ -18,7 +18,10 @@ Ratios are against PyTorch fp32 (the issue's peer) and against PyTorch bf16.
 Models are made once with transformers' own initialisation (seeded) and cached in
 models/bench/. Both sides get the same token ids (random ids: speed does not depend on the
 text). Before timing, each first output is checked against PyTorch fp32's (cosine >= 0.99999 for
-fp32 embeddings, >= 0.999 for bf16; |logit difference| <= 1e-3 for fp32 scores, <= 5e-2 for bf16). Writes Markdown + JSON to bench/results/.
+fp32 embeddings, >= 0.999 for bf16; |logit difference| <= 1e-3 for fp32 scores, <= 5e-2 for bf16).
+Timing alternates single runs of the two sides (orchid_engine_bench --interactive keeps the model
+loaded between them) until each has >= --min-iters runs and >= --min-seconds, so that a noisy
+neighbour's drift lands on both sides alike. Writes Markdown + JSON to bench/results/.
 
   .venv-bench/bin/python bench/cpu/families_vs_torch.py [--quick]
 """
@@ -106,20 +109,52 @@ def torch_model(name, d, dtype="float32"):
     return run
 
 
-def time_torch(run, seqs, args):
+class OrchidRunner:
+    """orchid_engine_bench --interactive: one timed run per call, the model loaded once."""
+
+    def __init__(self, args, model_dir, ids_path, dtype):
+        self.proc = subprocess.Popen([args.bench_bin, "--model", str(model_dir), "--ids", str(ids_path),
+                                      "--threads", str(args.threads), "--warmup", str(args.warmup),
+                                      "--dtype", dtype, "--interactive"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.first = {}
+
+    def run(self, case):
+        self.proc.stdin.write(case + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            sys.exit(f"orchid_engine_bench exited (status {self.proc.wait()}) on case {case}")
+        r = json.loads(line)
+        if "first_embedding" in r:
+            self.first[case] = np.array(r["first_embedding"], dtype=np.float64)
+        return r["ms"]
+
+    def close(self):
+        self.proc.stdin.close()
+        if self.proc.wait() != 0:
+            sys.exit(f"orchid_engine_bench failed (status {self.proc.returncode})")
+
+
+def time_both(orchid, run, case, args):
+    """Alternating single runs: orchid, then PyTorch, until both have enough. Returns both ms lists and
+    PyTorch's first output (after its warm-up)."""
     import torch
     with torch.inference_mode():
         for _ in range(args.warmup):
-            first = run(seqs)[0].numpy().copy()
-        ms, start = [], time.perf_counter()
-        while True:
+            first = run(case["seqs"])[0].numpy().copy()
+        ms = {"orchid": [], "torch": []}
+        spent = {"orchid": 0.0, "torch": 0.0}
+        while any(len(ms[w]) < args.min_iters or spent[w] < args.min_seconds for w in ms):
+            ms["orchid"].append(orchid.run(case["name"]))
+            time.sleep(args.gap)
             t0 = time.perf_counter()
-            run(seqs)
-            t1 = time.perf_counter()
-            ms.append((t1 - t0) * 1000)
-            if len(ms) >= args.min_iters and t1 - start >= args.min_seconds:
-                break
-    return ms, np.atleast_1d(first)
+            run(case["seqs"])
+            ms["torch"].append((time.perf_counter() - t0) * 1000)
+            time.sleep(args.gap)
+            for w in ms:
+                spent[w] = sum(ms[w]) / 1000
+    return ms["orchid"], ms["torch"], np.atleast_1d(first)
 
 
 def main():
@@ -132,6 +167,8 @@ def main():
     ap.add_argument("--min-seconds", type=float, default=2.0)
     ap.add_argument("--embed-shapes", default="1x128,1x512,8x512", help="BATCHxLENGTH list for embedders")
     ap.add_argument("--rerank-shapes", default="5x512,25x512,50x512", help="BATCHxLENGTH list for rerankers")
+    ap.add_argument("--gap", type=float, default=0.2,
+                    help="seconds idle between runs, so one side's threads are asleep when the other starts")
     ap.add_argument("--dtypes", default="float32", help="float32 and/or bfloat16, both sides")
     ap.add_argument("--out", default=str(REPO / "bench" / "results"))
     args = ap.parse_args()
@@ -151,28 +188,24 @@ def main():
         ids_path = root / f"{name}.ids.jsonl"
         ids_path.write_text("".join(json.dumps({"name": c["name"], "seqs": c["seqs"]}) + "\n" for c in cases))
         dtypes = args.dtypes.split(",")
-        orchid, torch_ms, torch_first = {}, {}, {}
+        orchid_ms, orchid_first, torch_ms, torch_first = {}, {}, {}, {}
         for dt in dtypes:
-            print(f"{name}: orchid {dt} ...", file=sys.stderr, flush=True)
-            out = subprocess.check_output([args.bench_bin, "--model", str(d), "--ids", str(ids_path), "--threads",
-                                           str(args.threads), "--warmup", str(args.warmup), "--min-iters",
-                                           str(args.min_iters), "--min-seconds", str(args.min_seconds),
-                                           "--dtype", dt], text=True)
-            orchid[dt] = {r["name"]: r for r in map(json.loads, out.splitlines())}
-        for dt in dtypes:
-            print(f"{name}: torch {dt} ...", file=sys.stderr, flush=True)
+            print(f"{name}: {dt}, orchid and torch alternating ...", file=sys.stderr, flush=True)
+            orchid = OrchidRunner(args, d, ids_path, dt)
             run = torch_model(name, d, dt)
             for c in cases:
-                torch_ms[dt, c["name"]], torch_first[dt, c["name"]] = time_torch(run, c["seqs"], args)
+                key = dt, c["name"]
+                orchid_ms[key], torch_ms[key], torch_first[key] = time_both(orchid, run, c, args)
+                orchid_first[key] = orchid.first[c["name"]]
+            orchid.close()
             del run
         for c in cases:
             ref = torch_first["float32", c["name"]] if "float32" in dtypes else None
             for dt in dtypes:
-                o = orchid[dt][c["name"]]
+                oms = orchid_ms[dt, c["name"]]
                 ms = torch_ms[dt, c["name"]]
                 fids = {}
-                for who, v in (("orchid", np.array(o["first_embedding"], dtype=np.float64)),
-                               ("torch", torch_first[dt, c["name"]])):
+                for who, v in (("orchid", orchid_first[dt, c["name"]]), ("torch", torch_first[dt, c["name"]])):
                     if ref is None or (who == "torch" and dt == "float32"):
                         continue
                     if kind == "score":
@@ -183,19 +216,21 @@ def main():
                         fid = float(v @ ref / (np.linalg.norm(v) * np.linalg.norm(ref)))
                         ok = fid >= (0.99999 if dt == "float32" else 0.999)
                         fids[who] = (fid, ok, f"cos {fid:.6f}")
-                tp = percentiles(ms)
+                op, tp = percentiles(oms), percentiles(ms)
+                o_eps = c["batch"] * len(oms) / (sum(oms) / 1000)
                 t_eps = c["batch"] * len(ms) / (sum(ms) / 1000)
                 t32 = torch_ms.get(("float32", c["name"]))
                 t32_eps = c["batch"] * len(t32) / (sum(t32) / 1000) if t32 else float("nan")
                 fid_s = " / ".join(f"{w} {f[2]}" for w, f in fids.items())
                 ok = all(f[1] for w, f in fids.items() if w == "orchid")
-                rows.append((name, c["name"], dt, o["p50_ms"], o["emb_per_s"], tp["p50"], t_eps,
-                             o["emb_per_s"] / t32_eps, o["emb_per_s"] / t_eps, fid_s, ok))
+                rows.append((name, c["name"], dt, op["p50"], o_eps, tp["p50"], t_eps,
+                             o_eps / t32_eps, o_eps / t_eps, fid_s, ok))
                 raw.append({"model": name, "case": c["name"], "dtype": dt,
                             "fidelity_vs_torch_fp32": {w: f[0] for w, f in fids.items()}, "fidelity_ok": ok,
-                            "orchid": {k: o[k] for k in ("iters", "p50_ms", "p90_ms", "p99_ms", "emb_per_s")},
+                            "orchid": {"iters": len(oms), **{k + "_ms": v for k, v in op.items()},
+                                       "emb_per_s": o_eps, "ms": oms},
                             "torch": {"iters": len(ms), **{k + "_ms": v for k, v in tp.items()},
-                                      "emb_per_s": t_eps}})
+                                      "emb_per_s": t_eps, "ms": ms}})
                 print(rows[-1], file=sys.stderr, flush=True)
 
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -204,8 +239,9 @@ def main():
         f"- machine: {machine()}", f"- commit: {commit()}", f"- date: {date}",
         f"- threads: {args.threads} on both sides; torch {torch.__version__}",
         "- random-weight models of real sizes (transformers' init, seed 0); engine level: same token ids, "
-        "no HTTP, no tokenizer", f"- each case: {args.warmup} warm-up, then >= {args.min_iters} runs and >= "
-        f"{args.min_seconds} s; medians",
+        "no HTTP, no tokenizer", f"- each case: {args.warmup} warm-up, then single runs alternating orchid / "
+        f"PyTorch until each side has >= {args.min_iters} runs and >= {args.min_seconds} s; p50 = median run; "
+        "seq/s = sequences over the sum of all runs; ratios are of seq/s",
         "- dtype: both sides in that dtype (orchid bfloat16 = linear layers only; PyTorch bfloat16 = whole model); "
         "fidelity: first output vs PyTorch fp32's", "",
         "| model | case | dtype | orchid p50 ms | orchid seq/s | torch p50 ms | torch seq/s | orchid / torch fp32 "
