@@ -113,12 +113,15 @@ int main(int argc, char** argv) {
   std::string shapes_text;
   bool peak = false;
   int rows = 4096, threads = 1, warmup = 1, reps = 5;
+  std::string gemm = "packed";
   app.add_option("--shapes", shapes_text, "name:k:n,... (nn.Linear in and out features)");
   app.add_flag("--peak", peak, "print one core's measured fp32 FMA peak instead");
   app.add_option("--rows", rows, "rows of x (tokens)");
   app.add_option("--threads", threads, "threads (the caller counts)");
   app.add_option("--warmup", warmup, "untimed runs per shape");
   app.add_option("--reps", reps, "timed runs per shape");
+  app.add_option("--gemm", gemm, "packed (orchid's kernel) or blas (OpenBLAS)")
+      ->check(CLI::IsMember({"packed", "blas"}));
   CLI11_PARSE(app, argc, argv);
   if (peak) {
     std::printf("{\"peak_gflops\":%.2f}\n", FmaPeakGflops());
@@ -136,7 +139,9 @@ int main(int argc, char** argv) {
     const std::vector<float> w = Random(size_t(s.n) * size_t(s.k), 2, 0.05f);
     const std::vector<float> b = Random(size_t(s.n), 3, 0.1f);
     std::vector<float> y(size_t(rows) * size_t(s.n));
-    const orchid::PackedWeight packed = orchid::PackedWeight::Pack(w.data(), s.n, s.k);
+    const orchid::PackedWeight packed = orchid::PackedWeight::Pack(
+        w.data(), s.n, s.k,
+        gemm == "blas" ? orchid::WeightType::kFloat32Blas : orchid::WeightType::kFloat32);
     std::vector<double> ms;
     for (int i = 0; i < warmup + reps; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
