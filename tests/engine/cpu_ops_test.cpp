@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -218,45 +219,52 @@ TEST(CpuOpsTest, LinearAllEpiloguesAndSplits) {
 
 // The SIMD tiles sum each output over k in one chain of fused multiply-adds, in order, whatever
 // the blocking: k = 600 crosses the AVX2 tiles' 256-input blocks (their partial sums go out to
-// memory and back between blocks), 150 rows cross their 128-row pieces, 40 columns end in a
-// partial panel. So every output is bitwise fma(x[k-1], w[k-1], ... fma(x[0], w[0], 0)),
-// whichever rows share its tile or call. (The scalar fallback leaves fusing to the compiler.)
+// memory and back between blocks), 150 rows cross their 128-row pieces; 150 columns (10 panels,
+// the last partial) take the blocked tiles, 40 (3 panels) the unblocked ones. So every output is
+// bitwise fma(x[k-1], w[k-1], ... fma(x[0], w[0], 0)), whichever rows share its tile or call.
+// (The scalar fallback leaves fusing to the compiler.)
 TEST(CpuOpsTest, LinearSumsEachOutputInOneFmaChain) {
-  const int m = 150, k = 600, n = 40, ldx = k + 3, ldy = n + 1;
+  const int m = 150, k = 600, ldx = k + 3;
   const auto x = Random(size_t(m * ldx), 21);
-  const auto w = Random(size_t(n * k), 22);
-  const PackedWeight packed = PackedWeight::Pack(w.data(), n, k, WeightType::kFloat32);
-  std::vector<float> want(size_t(m) * size_t(n));
-  for (int i = 0; i < m; ++i) {
-    for (int j = 0; j < n; ++j) {
-      float acc = 0.0f;
-      for (int p = 0; p < k; ++p) acc = std::fma(x[size_t(i * ldx + p)], w[size_t(j * k + p)], acc);
-      want[size_t(i * n + j)] = acc;
-    }
-  }
-  auto check = [&] {
-    ForEachPool([&](ThreadPool* pool) {
-      std::vector<float> y(size_t(m) * size_t(ldy), 0.0f);
-      Linear(pool, x.data(), m, ldx, packed, nullptr, y.data(), ldy, LinearEpilogue::kNone);
-      for (int i = 0; i < m; ++i) {
-        for (int j = 0; j < n; ++j) {
-          ASSERT_EQ(y[size_t(i * ldy + j)], want[size_t(i * n + j)]) << "i=" << i << " j=" << j;
+  for (int n : {150, 40}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    const int ldy = n + 1;
+    const auto w = Random(size_t(n * k), 22);
+    const PackedWeight packed = PackedWeight::Pack(w.data(), n, k, WeightType::kFloat32);
+    std::vector<float> want(size_t(m) * size_t(n));
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < n; ++j) {
+        float acc = 0.0f;
+        for (int p = 0; p < k; ++p) {
+          acc = std::fma(x[size_t(i * ldx + p)], w[size_t(j * k + p)], acc);
         }
+        want[size_t(i * n + j)] = acc;
       }
-    });
-  };
-  struct Restore {
-    ~Restore() { simd::LimitIsa(simd::Isa::kAvx512Bf16); }
-  } restore;
-  if (simd::HasAvx2Fma()) {
-    SCOPED_TRACE("avx2");
-    simd::LimitIsa(simd::Isa::kAvx2);
-    check();
-  }
-  simd::LimitIsa(simd::Isa::kAvx512);
-  if (simd::HasAvx512()) {
-    SCOPED_TRACE("avx512");
-    check();
+    }
+    auto check = [&] {
+      ForEachPool([&](ThreadPool* pool) {
+        std::vector<float> y(size_t(m) * size_t(ldy), 0.0f);
+        Linear(pool, x.data(), m, ldx, packed, nullptr, y.data(), ldy, LinearEpilogue::kNone);
+        for (int i = 0; i < m; ++i) {
+          for (int j = 0; j < n; ++j) {
+            ASSERT_EQ(y[size_t(i * ldy + j)], want[size_t(i * n + j)]) << "i=" << i << " j=" << j;
+          }
+        }
+      });
+    };
+    struct Restore {
+      ~Restore() { simd::LimitIsa(simd::Isa::kAvx512Bf16); }
+    } restore;
+    if (simd::HasAvx2Fma()) {
+      SCOPED_TRACE("avx2");
+      simd::LimitIsa(simd::Isa::kAvx2);
+      check();
+    }
+    simd::LimitIsa(simd::Isa::kAvx512);
+    if (simd::HasAvx512()) {
+      SCOPED_TRACE("avx512");
+      check();
+    }
   }
   if (!simd::HasAvx2Fma() && !simd::HasAvx512()) GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU";
 }

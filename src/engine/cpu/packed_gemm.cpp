@@ -236,6 +236,22 @@ ORCHID_NO_SANITIZE ORCHID_AVX2 inline void StoreTileAvx2(const float* sums, int 
   }
 }
 
+// An unblocked tile's end: its accumulators (row m's 16 sums in lo[m], hi[m]) out to memory
+// first (see TileInPlaceAvx2), then through the epilogue into y.
+template <int MB>
+ORCHID_NO_SANITIZE ORCHID_AVX2 inline void FinishTileAvx2(const __m256 (&lo)[MB],
+                                                          const __m256 (&hi)[MB], int n,
+                                                          float alpha, const float* bias, float* y,
+                                                          int ldy, Epilogue epilogue, int r,
+                                                          int p) {
+  alignas(32) float sums[MB][kPanel];
+  for (int m = 0; m < MB; ++m) {
+    _mm256_store_ps(sums[m], lo[m]);
+    _mm256_store_ps(sums[m] + 8, hi[m]);
+  }
+  StoreTileAvx2<MB>(&sums[0][0], kPanel, n, alpha, bias, y, ldy, epilogue, r, p);
+}
+
 // The AVX2 tiles are blocked the way Goto's GEMM is. k goes in blocks of kKcAvx2 inputs:
 // - a panel's block (kKcAvx2 x 16 floats, 16 KB) stays in L1 while every row tile of the range
 //   reads it;
@@ -247,10 +263,12 @@ ORCHID_NO_SANITIZE ORCHID_AVX2 inline void StoreTileAvx2(const float* sums, int 
 // partial sums), so blocking changes no result: the products are bitwise those of the
 // unblocked tiles this replaced.
 //
-// The unblocked tiles read a whole panel (k x 16 floats: 64 KB at k = 1024) from L2 for every
-// tile, and x in place (an address multiply-add per row per step). Blocked, all-MiniLM-L6-v2 at
-// 32 x 128 tokens ran 7-10% faster (engine level, 2 threads, Zen 3, alternating runs); XLM-R-
-// and Qwen3-0.6B-sized models, already at the speed of OpenBLAS and MKL there, did not change.
+// The unblocked tiles (kept below for calls over a few panels) read a whole panel (k x 16
+// floats: 64 KB at k = 1024) from L2 for every tile, and x in place (an address multiply-add per
+// row per step). Blocked, all-MiniLM-L6-v2 ran 7-8% faster at 32 x 128, 32 x 512 and 1 x 512
+// tokens, the same at 1 x 128 (engine level, 2 threads, Zen 3, 5-16 alternating runs each);
+// XLM-R-base at 8 x 512 and Qwen3-0.6B at 1 x 512 were 4-6% faster in 3 alternations (noise
+// level on this machine).
 constexpr int kKcAvx2 = 256;
 constexpr int kGroupAvx2 = 16;  // panels whose partial sums are kept: rows x 256 floats
 
@@ -283,11 +301,46 @@ ORCHID_NO_SANITIZE ORCHID_AVX2 inline void TileAvx2(const float* a, const float*
   }
 }
 
+// The unblocked tile, for calls over a few panels (attention's P V: head_dim / 16 panels), where
+// copying x would cost more than it saves: x read in place, all of k in one pass, at most 5
+// rows (10 accumulators) so that GCC keeps the row addressing in registers. As in every AVX2
+// tile, the sums go out to memory right after the k loop: with the epilogue reading the
+// accumulators, GCC 12 spilled them inside the loop.
+template <int MB>
+ORCHID_NO_SANITIZE ORCHID_AVX2 inline void TileInPlaceAvx2(const Job& j, int r, int p) {
+  const int k = j.w.k;
+  const float* wp = j.w.panel(p);
+  const float* x = j.x + size_t(r) * j.ldx;
+  __m256 lo[MB], hi[MB];
+  for (int m = 0; m < MB; ++m) lo[m] = hi[m] = _mm256_setzero_ps();
+  for (int i = 0; i < k; ++i) {
+    const __m256 w0 = _mm256_loadu_ps(wp + size_t(i) * kPanel);
+    const __m256 w1 = _mm256_loadu_ps(wp + size_t(i) * kPanel + 8);
+    for (int m = 0; m < MB; ++m) {
+      const __m256 xv = _mm256_broadcast_ss(x + size_t(m) * j.ldx + i);
+      lo[m] = _mm256_fmadd_ps(xv, w0, lo[m]);
+      hi[m] = _mm256_fmadd_ps(xv, w1, hi[m]);
+    }
+  }
+  FinishTileAvx2<MB>(lo, hi, j.w.n, j.alpha, j.bias, j.y, j.ldy, j.epilogue, r, p);
+}
+
+// Calls over at most this many panels take the unblocked tiles: copying x per block costs about
+// one copied float per 16 * panels multiply-adds, which at attention's few panels (P V over 512
+// keys, head_dim 32) made all-MiniLM-L6-v2 at 512 tokens 5-7% slower.
+constexpr int kMaxInPlacePanelsAvx2 = 8;
+
 // Rows [r0, r1) in pieces of at most kRowsAvx2, so that a piece's copy of x and its partial
 // sums stay in L2 whatever the caller's range (attention passes a whole sequence's rows).
 constexpr int kRowsAvx2 = 128;
 
 ORCHID_AVX2 void TilesAvx2(const Job& j, int r0, int r1, int p0, int p1) {
+  if (p1 - p0 <= kMaxInPlacePanelsAvx2) {
+    for (int p = p0; p < p1; ++p) {
+      RowTiles<5>(r0, r1, [&](auto mb, int r) { TileInPlaceAvx2<decltype(mb)::value>(j, r, p); });
+    }
+    return;
+  }
   const int k = j.w.k;
   constexpr int ldp = kGroupAvx2 * kPanel;
   thread_local Buffer<float> rows, partial;
@@ -410,12 +463,7 @@ ORCHID_NO_SANITIZE ORCHID_AVX2 inline void TileBf16Avx2(const Bf16Job& j, int r,
       hi[m] = _mm256_fmadd_ps(x0, even_hi, hi[m]);
     }
   }
-  alignas(32) float sums[MB][kPanel];
-  for (int m = 0; m < MB; ++m) {
-    _mm256_store_ps(sums[m], lo[m]);
-    _mm256_store_ps(sums[m] + 8, hi[m]);
-  }
-  StoreTileAvx2<MB>(&sums[0][0], kPanel, j.w.n, 1.0f, j.bias, j.y, j.ldy, j.epilogue, r, p);
+  FinishTileAvx2<MB>(lo, hi, j.w.n, 1.0f, j.bias, j.y, j.ldy, j.epilogue, r, p);
 }
 
 ORCHID_AVX2 void TilesBf16Avx2(const Bf16Job& j, int r0, int r1, int p0, int p1) {
