@@ -198,7 +198,7 @@ ORCHID_AVX512 void TilesAvx512(const Job& j, int r0, int r1, int p0, int p1) {
   }
 }
 
-// ---- AVX2: tiles of MB <= 5 rows x 1 panel (two 8-float halves) ----------------------------
+// ---- AVX2: tiles of MB rows x 1 panel (two 8-float halves) ---------------------------------
 
 // y[0, 8) (masked) = epilogue(alpha * acc + b), for one row's 8-column half.
 ORCHID_NO_SANITIZE ORCHID_AVX2 inline void StoreEightAvx2(float* y, __m256 acc, __m256 alpha,
@@ -435,7 +435,7 @@ ORCHID_NO_SANITIZE ORCHID_AVX512 inline void TileBf16Fma(const Bf16Job& j, int r
 
 // ---- bfloat16 on AVX2: widened to fp32, two FMAs per pair, MB rows x 1 panel ---------------
 
-// As TileAvx2 (sums stored out after the k loop, MB <= 4 to leave registers for the four
+// As TileInPlaceAvx2 (sums stored out after the k loop, MB <= 4 to leave registers for the four
 // widened weight vectors): the same products as TileBf16Fma, in the same order.
 template <int MB>
 ORCHID_NO_SANITIZE ORCHID_AVX2 inline void TileBf16Avx2(const Bf16Job& j, int r, int p) {
