@@ -2,9 +2,10 @@
 """orchid's CPU engine vs sentence-transformers on PyTorch, same machine, same run, same threads.
 
 Both sides get identical pre-tokenized batches (real STS-B text cut to exact lengths), so the
-comparison is engine against engine: no HTTP, no tokenizer. Before timing, each case checks that
-orchid's first embedding matches PyTorch's (cosine >= 0.99999); a case that fails is reported
-and not timed. Writes a Markdown table and the raw JSON to bench/results/.
+comparison is engine against engine: no HTTP, no tokenizer. Single runs of the two sides alternate
+(orchid_engine_bench --interactive keeps the model loaded), so the machine's drift lands on both.
+orchid's first embedding must match PyTorch's (cosine >= 0.99999; bfloat16 0.9998), or the run
+fails. Writes a Markdown table and the raw JSON to bench/results/.
 """
 import argparse
 import csv
@@ -12,7 +13,6 @@ import datetime
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -84,45 +84,69 @@ VARIANTS = {
 }
 
 
-def run_orchid(bench_bin, model_dir, cases, threads, args, dtype="float32"):
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-        for c in cases:
-            f.write(json.dumps({"name": c["name"], "seqs": c["seqs"]}) + "\n")
-        path = f.name
-    cmd = [bench_bin, "--model", model_dir, "--ids", path, "--threads", str(threads),
-           "--warmup", str(args.warmup), "--min-iters", str(args.min_iters), "--min-seconds", str(args.min_seconds),
-           *VARIANTS[dtype]]
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
-    out = subprocess.check_output(cmd, text=True, env=env)
-    os.unlink(path)
-    return {r["name"]: r for r in map(json.loads, out.splitlines())}
+class OrchidRunner:
+    """orchid_engine_bench --interactive: one timed run per call, the model loaded once."""
+
+    def __init__(self, args, model_dir, ids_path, flags, env=None):
+        self.proc = subprocess.Popen([args.bench_bin, "--model", str(model_dir), "--ids", str(ids_path),
+                                      "--threads", str(args.threads), "--warmup", str(args.warmup),
+                                      *flags, "--interactive"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        self.first = {}
+
+    def run(self, case):
+        self.proc.stdin.write(case + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            sys.exit(f"orchid_engine_bench exited (status {self.proc.wait()}) on case {case}")
+        r = json.loads(line)
+        if "first_embedding" in r:
+            self.first[case] = np.array(r["first_embedding"], dtype=np.float64)
+        return r["ms"]
+
+    def close(self):
+        self.proc.stdin.close()
+        if self.proc.wait() != 0:
+            sys.exit(f"orchid_engine_bench failed (status {self.proc.returncode})")
 
 
-def run_torch(model_dir, cases, threads, args):
+def time_both(orchid, run, case, args):
+    """Alternating single runs: orchid, then PyTorch, until both have enough. Returns both ms lists and
+    PyTorch's first output (after its warm-up)."""
+    import torch
+    with torch.inference_mode():
+        for _ in range(args.warmup):
+            first = run(case["seqs"])[0].numpy().copy()
+        ms = {"orchid": [], "torch": []}
+        spent = {"orchid": 0.0, "torch": 0.0}
+        while any(len(ms[w]) < args.min_iters or spent[w] < args.min_seconds for w in ms):
+            ms["orchid"].append(orchid.run(case["name"]))
+            time.sleep(args.gap)
+            t0 = time.perf_counter()
+            run(case["seqs"])
+            ms["torch"].append((time.perf_counter() - t0) * 1000)
+            time.sleep(args.gap)
+            for w in ms:
+                spent[w] = sum(ms[w]) / 1000
+    return ms["orchid"], ms["torch"], np.atleast_1d(first)
+
+
+def torch_runner(model_dir, threads):
+    """sentence-transformers on PyTorch: run(seqs) -> the batch's sentence embeddings."""
     import torch
     from sentence_transformers import SentenceTransformer
 
     torch.set_num_threads(threads)
     model = SentenceTransformer(model_dir, device="cpu")
     model.eval()
-    results = {}
-    for c in cases:
-        ids = torch.tensor(c["seqs"], dtype=torch.long)
+
+    def run(seqs):
+        ids = torch.tensor(seqs, dtype=torch.long)
         feats = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "token_type_ids": torch.zeros_like(ids)}
-        with torch.inference_mode():
-            for _ in range(args.warmup):
-                first = model(dict(feats))["sentence_embedding"][0].numpy().copy()
-            ms = []
-            start = time.perf_counter()
-            while True:
-                t0 = time.perf_counter()
-                model(dict(feats))["sentence_embedding"]
-                t1 = time.perf_counter()
-                ms.append((t1 - t0) * 1000)
-                if len(ms) >= args.min_iters and t1 - start >= args.min_seconds:
-                    break
-        results[c["name"]] = {"ms": ms, "first_embedding": first}
-    return results, torch.__version__
+        return model(feats)["sentence_embedding"]
+
+    return run, torch.__version__
 
 
 def main():
@@ -135,6 +159,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--min-iters", type=int, default=20)
     ap.add_argument("--min-seconds", type=float, default=3.0)
+    ap.add_argument("--gap", type=float, default=0.2,
+                    help="seconds idle between runs, so one side's threads are asleep when the other starts")
     ap.add_argument("--dtypes", default="float32",
                     help="orchid variants to run (PyTorch stays fp32): float32, bfloat16 and/or blas "
                          "(float32 on OpenBLAS, --gemm blas)")
@@ -146,24 +172,41 @@ def main():
 
     cases = make_cases(args.model, [int(x) for x in args.lengths.split(",")], [int(x) for x in args.batches.split(",")])
     print(f"orchid engine vs sentence-transformers (PyTorch), {args.threads} threads", file=sys.stderr)
-    orchid = {dt: run_orchid(args.bench_bin, args.model, cases, args.threads, args, dt) for dt in dtypes}
-    torch_res, torch_version = run_torch(args.model, cases, args.threads, args)
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        for c in cases:
+            f.write(json.dumps({"name": c["name"], "seqs": c["seqs"]}) + "\n")
+        ids_path = f.name
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
+    run, torch_version = torch_runner(args.model, args.threads)
+    # Each variant alternates single runs with PyTorch's (time_both), so the machine's drift
+    # over minutes lands on both sides of every ratio.
+    timed = {}
+    for dt in dtypes:
+        orchid = OrchidRunner(args, args.model, ids_path, VARIANTS[dt], env)
+        for c in cases:
+            print(f"{c['name']} ({dt}): orchid and torch alternating ...", file=sys.stderr, flush=True)
+            o_ms, t_ms, t_first = time_both(orchid, run, c, args)
+            timed[dt, c["name"]] = o_ms, t_ms, t_first, orchid.first[c["name"]]
+        orchid.close()
+    os.unlink(ids_path)
 
     rows, raw = [], []
     for c in cases:
         for dt in dtypes:
-            o, t = orchid[dt][c["name"]], torch_res[c["name"]]
-            a, b = np.array(o["first_embedding"]), t["first_embedding"]
+            o_ms, t_ms, b, a = timed[dt, c["name"]]
             cos = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
-            tp = percentiles(t["ms"])
-            t_eps = c["batch"] * len(t["ms"]) / (sum(t["ms"]) / 1000)
+            op, tp = percentiles(o_ms), percentiles(t_ms)
+            o_eps = c["batch"] * len(o_ms) / (sum(o_ms) / 1000)
+            t_eps = c["batch"] * len(t_ms) / (sum(t_ms) / 1000)
             name = c["name"] if dt == "float32" else f"{c['name']} ({dt})"
-            rows.append((name, c["batch"], c["length"], o["p50_ms"], o["p99_ms"], o["emb_per_s"],
-                         tp["p50"], tp["p99"], t_eps, tp["p50"] / o["p50_ms"], cos,
+            rows.append((name, c["batch"], c["length"], op["p50"], op["p99"], o_eps,
+                         tp["p50"], tp["p99"], t_eps, tp["p50"] / op["p50"], cos,
                          0.9998 if dt == "bfloat16" else 0.99999))
             raw.append({"case": c["name"], "dtype": dt, "batch": c["batch"], "length": c["length"], "cosine": cos,
-                        "orchid": {k: o[k] for k in ("iters", "p50_ms", "p90_ms", "p99_ms", "max_ms", "emb_per_s")},
-                        "torch": {"iters": len(t["ms"]), **{k + "_ms": v for k, v in tp.items()}, "emb_per_s": t_eps}})
+                        "orchid": {"iters": len(o_ms), **{k + "_ms": v for k, v in op.items()},
+                                   "emb_per_s": o_eps, "ms": o_ms},
+                        "torch": {"iters": len(t_ms), **{k + "_ms": v for k, v in tp.items()},
+                                  "emb_per_s": t_eps, "ms": t_ms}})
 
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     header = [
@@ -176,8 +219,9 @@ def main():
         "blas: float32 with the linear layers and attention on OpenBLAS, --gemm blas), "
         f"PyTorch fp32; threads: {args.threads} on both sides, torch {torch_version}",
         "- engine level: identical pre-tokenized batches (STS-B text cut to exact lengths), no HTTP, no tokenizer",
-        f"- each case: {args.warmup} warm-up runs, then >= {args.min_iters} runs and >= {args.min_seconds} s; "
-        "cosine = orchid vs PyTorch on the first sequence, checked before timing",
+        f"- each case and variant: {args.warmup} warm-up runs per side, then single runs alternating orchid / "
+        f"PyTorch until each side has >= {args.min_iters} runs and >= {args.min_seconds} s (PyTorch timed "
+        "again for each variant); cosine = orchid vs PyTorch on the first sequence",
         "",
         "| case | batch | len | orchid p50 ms | orchid p99 ms | orchid emb/s | torch p50 ms | torch p99 ms | torch emb/s | speed-up (p50) | cosine |",
         "|---|---|---|---|---|---|---|---|---|---|---|",

@@ -29,9 +29,7 @@ import argparse
 import datetime
 import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +37,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench" / "cpu"))
 sys.path.insert(0, str(REPO / "tests" / "fixtures" / "models"))
-from engine_vs_torch import commit, machine, percentiles  # noqa: E402
+from engine_vs_torch import OrchidRunner, commit, machine, percentiles, time_both  # noqa: E402
 from build import st_files  # noqa: E402
 
 QWEN3_06B = dict(model_type="qwen3", architectures=["Qwen3Model"], vocab_size=151936, hidden_size=1024,
@@ -109,54 +107,6 @@ def torch_model(name, d, dtype="float32"):
     return run
 
 
-class OrchidRunner:
-    """orchid_engine_bench --interactive: one timed run per call, the model loaded once."""
-
-    def __init__(self, args, model_dir, ids_path, dtype):
-        self.proc = subprocess.Popen([args.bench_bin, "--model", str(model_dir), "--ids", str(ids_path),
-                                      "--threads", str(args.threads), "--warmup", str(args.warmup),
-                                      "--dtype", dtype, "--interactive"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.first = {}
-
-    def run(self, case):
-        self.proc.stdin.write(case + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            sys.exit(f"orchid_engine_bench exited (status {self.proc.wait()}) on case {case}")
-        r = json.loads(line)
-        if "first_embedding" in r:
-            self.first[case] = np.array(r["first_embedding"], dtype=np.float64)
-        return r["ms"]
-
-    def close(self):
-        self.proc.stdin.close()
-        if self.proc.wait() != 0:
-            sys.exit(f"orchid_engine_bench failed (status {self.proc.returncode})")
-
-
-def time_both(orchid, run, case, args):
-    """Alternating single runs: orchid, then PyTorch, until both have enough. Returns both ms lists and
-    PyTorch's first output (after its warm-up)."""
-    import torch
-    with torch.inference_mode():
-        for _ in range(args.warmup):
-            first = run(case["seqs"])[0].numpy().copy()
-        ms = {"orchid": [], "torch": []}
-        spent = {"orchid": 0.0, "torch": 0.0}
-        while any(len(ms[w]) < args.min_iters or spent[w] < args.min_seconds for w in ms):
-            ms["orchid"].append(orchid.run(case["name"]))
-            time.sleep(args.gap)
-            t0 = time.perf_counter()
-            run(case["seqs"])
-            ms["torch"].append((time.perf_counter() - t0) * 1000)
-            time.sleep(args.gap)
-            for w in ms:
-                spent[w] = sum(ms[w]) / 1000
-    return ms["orchid"], ms["torch"], np.atleast_1d(first)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--bench-bin", default=str(REPO / "build" / "orchid_engine_bench"))
@@ -191,7 +141,7 @@ def main():
         orchid_ms, orchid_first, torch_ms, torch_first = {}, {}, {}, {}
         for dt in dtypes:
             print(f"{name}: {dt}, orchid and torch alternating ...", file=sys.stderr, flush=True)
-            orchid = OrchidRunner(args, d, ids_path, dt)
+            orchid = OrchidRunner(args, d, ids_path, ["--dtype", dt])
             run = torch_model(name, d, dt)
             for c in cases:
                 key = dt, c["name"]
