@@ -170,10 +170,13 @@ TEST(CpuOpsTest, GemmAllTransposes) {
 TEST(CpuOpsTest, LinearAllEpiloguesAndSplits) {
   ForEachIsa([&] {
     // Row counts around the 5- and 8-row tiles and the 64- and 128-row chunks; output widths
-    // around the 16-column panels and 3-panel groups; a k of 600 as well as short ones.
+    // around the 16-column panels and 3-panel groups; a k of 600 as well as short ones, and an
+    // empty one (every output is its bias); 300 columns take more than one group of the AVX2
+    // tiles' panels.
     for (int m : {1, 7, 8, 9, 150, 301}) {
-      for (auto [k, n] : {std::pair{9, 37}, std::pair{64, 100}, std::pair{3, 16}, std::pair{20, 48},
-                          std::pair{384, 1}, std::pair{600, 33}}) {
+      for (auto [k, n] :
+           {std::pair{9, 37}, std::pair{64, 100}, std::pair{3, 16}, std::pair{20, 48},
+            std::pair{384, 1}, std::pair{600, 33}, std::pair{0, 200}, std::pair{260, 300}}) {
         const int ldx = k + 1, ldy = n + 3;
         auto x = Random(size_t(m * ldx), 10);
         auto w = Random(size_t(n * k), 11);

@@ -330,12 +330,39 @@ ORCHID_NO_SANITIZE ORCHID_AVX2 inline void TileInPlaceAvx2(const Job& j, int r, 
 // keys, head_dim 32) made all-MiniLM-L6-v2 at 512 tokens 5-7% slower.
 constexpr int kMaxInPlacePanelsAvx2 = 8;
 
+// Pulls the panel block that the tiles read next into L2 while the current block's row tiles
+// run: a slice of its lines (one line per k step) before each tile. The weights stream from L3
+// or DRAM once per piece of rows; left to the hardware prefetchers, each new block stalled the
+// first tile that read it. With this, on Zen 3 (2 threads, alternating runs, medians):
+// orchid_linear_bench at XLM-R-base's and Qwen3-0.6B's shapes (k >= 768, 4096 rows) ran 5-10%
+// faster, XLM-R-base at 8 x 512 tokens 7-8%; all-MiniLM-L6-v2 (k = 384, weights of 0.6-2.4 MB)
+// was the same within noise.
+class NextBlockPrefetch {
+ public:
+  NextBlockPrefetch() = default;
+  NextBlockPrefetch(const float* block, int kc, int r0, int r1)
+      : line_(reinterpret_cast<const char*>(block)), left_(kc) {
+    const int tiles = (r1 - r0 + 5) / 6;
+    per_tile_ = (kc + tiles - 1) / tiles;
+  }
+  void Slice() {
+    const int n = std::min(per_tile_, left_);
+    for (int i = 0; i < n; ++i, line_ += kPanel * sizeof(float)) _mm_prefetch(line_, _MM_HINT_T1);
+    left_ -= n;
+  }
+
+ private:
+  const char* line_ = nullptr;
+  int left_ = 0, per_tile_ = 0;  // lines (k steps of 16 floats) still to fetch, and per tile
+};
+
 // Rows [r0, r1) in pieces of at most kRowsAvx2, so that a piece's copy of x and its partial
 // sums stay in L2 whatever the caller's range (attention passes a whole sequence's rows).
 constexpr int kRowsAvx2 = 128;
 
 ORCHID_AVX2 void TilesAvx2(const Job& j, int r0, int r1, int p0, int p1) {
-  if (p1 - p0 <= kMaxInPlacePanelsAvx2) {
+  // (k = 0 as well: the blocked loop would not run a tile, and each output is its bias.)
+  if (p1 - p0 <= kMaxInPlacePanelsAvx2 || j.w.k == 0) {
     for (int p = p0; p < p1; ++p) {
       RowTiles<5>(r0, r1, [&](auto mb, int r) { TileInPlaceAvx2<decltype(mb)::value>(j, r, p); });
     }
@@ -359,8 +386,20 @@ ORCHID_AVX2 void TilesAvx2(const Job& j, int r0, int r1, int p0, int p1) {
         for (int p = pg; p < pe; ++p) {
           float* part = partial.data() + (p - pg) * kPanel;
           const float* b = j.w.panel(p) + size_t(k0) * kPanel;
+          // The block the loop reads after this one: the next panel of the group, else the
+          // group's first panel in the next k block, else the next group's first panel.
+          NextBlockPrefetch next;
+          if (p + 1 < pe) {
+            next = NextBlockPrefetch(j.w.panel(p + 1) + size_t(k0) * kPanel, kc, rb, re);
+          } else if (k0 + kc < k) {
+            next = NextBlockPrefetch(j.w.panel(pg) + size_t(k0 + kc) * kPanel,
+                                     std::min(k - k0 - kc, kKcAvx2), rb, re);
+          } else if (pe < p1) {
+            next = NextBlockPrefetch(j.w.panel(pe), std::min(k, kKcAvx2), rb, re);
+          }
           RowTiles<6>(rb, re, [&](auto mb, int r) {
             constexpr int MB = decltype(mb)::value;
+            next.Slice();
             float* tile_part = part + size_t(r - rb) * ldp;
             TileAvx2<MB>(rows.data() + size_t(r - rb) * kKcAvx2, b, kc, k0 == 0, tile_part, ldp);
             if (k0 + kc == k) {
