@@ -360,14 +360,18 @@ constexpr int kMaxInPlacePanelsAvx2 = 8;
 // first tile that read it. With this, on Zen 3 (2 threads, alternating runs, medians):
 // orchid_linear_bench at XLM-R-base's and Qwen3-0.6B's shapes (k >= 768, 4096 rows) ran 5-10%
 // faster, XLM-R-base at 8 x 512 tokens 7-8%; all-MiniLM-L6-v2 (k = 384, weights of 0.6-2.4 MB)
-// was the same within noise.
+// was the same within noise. A tile issues at most 32 prefetches (before its k loop): with
+// fewer than 8 tiles per block (under 48 rows), fetching the whole next block in one or two
+// bursts made one-thread products of 6-12 rows 15-25% slower than none at all.
 class NextBlockPrefetch {
  public:
+  static constexpr int kMaxLinesPerTile = 32;
+
   NextBlockPrefetch() = default;
   NextBlockPrefetch(const float* block, int kc, int r0, int r1)
       : line_(reinterpret_cast<const char*>(block)), left_(kc) {
     const int tiles = (r1 - r0 + 5) / 6;
-    per_tile_ = (kc + tiles - 1) / tiles;
+    per_tile_ = std::min(kMaxLinesPerTile, (kc + tiles - 1) / tiles);
   }
   void Slice() {
     const int n = std::min(per_tile_, left_);
