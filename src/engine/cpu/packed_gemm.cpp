@@ -303,8 +303,8 @@ constexpr int kGroupAvx2 = 16;  // panels whose partial sums are kept: rows x 25
 // part[m * ldp, + 16) holds row m's sums over inputs [0, k0); the tile adds inputs [k0, k0 +
 // kc) from a (MB rows, kKcAvx2 floats apart) and b (the panel's rows k0 ..).
 //
-// The k loop is unrolled 4 steps (GCC 12 leaves it rolled at -O2). Rolled, the tile ran at
-// ~60-65 GFLOP/s on one Zen 3 core with its data in L1/L2 (peak ~89), unrolled at ~68-75;
+// The k loop is unrolled 4 steps (GCC 12 leaves it rolled, even at -O3). Rolled, the tile
+// ran at ~60-65 GFLOP/s on one Zen 3 core with its data in L1/L2 (peak ~89), unrolled at ~68-75;
 // 2 and 8 steps were no better than 4. Whole models, 2 threads, alternating runs: XLM-R-base
 // at 8 x 512 tokens and all-MiniLM-L6-v2 at 32 x 128 and 1 x 512 9-11% faster. (The
 // unblocked tile below showed no gain from it.) The sums are unchanged: each accumulator
