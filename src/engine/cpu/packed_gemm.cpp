@@ -295,8 +295,10 @@ ORCHID_NO_SANITIZE ORCHID_AVX2 inline void FinishTileAvx2(const __m256 (&lo)[MB]
 // level on this machine).
 constexpr int kKcAvx2 = 256;
 constexpr int kGroupAvx2 = 16;  // panels whose partial sums are kept: rows x 256 floats
+constexpr int kTileRowsAvx2 = 6;  // rows per blocked tile (TileAvx2's MB at most)
 
-// Tiles of at most 6 rows (12 accumulators) whose sums go to memory right after the k loop.
+// Tiles of at most kTileRowsAvx2 = 6 rows (12 accumulators) whose sums go to memory right after
+// the k loop.
 // GCC 12 spilled the accumulators otherwise, with the spill stores inside the k loop (on
 // every step), which made it store-bound (2.6x slower at MiniLM's shapes).
 //
@@ -378,7 +380,7 @@ class NextBlockPrefetch {
   NextBlockPrefetch() = default;
   NextBlockPrefetch(const float* block, int kc, int r0, int r1)
       : line_(reinterpret_cast<const char*>(block)), left_(kc) {
-    const int tiles = (r1 - r0 + 5) / 6;
+    const int tiles = (r1 - r0 + kTileRowsAvx2 - 1) / kTileRowsAvx2;
     per_tile_ = std::min(kMaxLinesPerTile, (kc + tiles - 1) / tiles);
   }
   void Slice() {
@@ -433,7 +435,7 @@ ORCHID_AVX2 void TilesAvx2(const Job& j, int r0, int r1, int p0, int p1) {
           } else if (pe < p1) {
             next = NextBlockPrefetch(j.w.panel(pe), std::min(k, kKcAvx2), rb, re);
           }
-          RowTiles<6>(rb, re, [&](auto mb, int r) {
+          RowTiles<kTileRowsAvx2>(rb, re, [&](auto mb, int r) {
             constexpr int MB = decltype(mb)::value;
             next.Slice();
             float* tile_part = part + size_t(r - rb) * ldp;
