@@ -279,9 +279,8 @@ ORCHID_NO_SANITIZE ORCHID_AVX2 inline void FinishTileAvx2(const __m256 (&lo)[MB]
 // The AVX2 tiles are blocked the way Goto's GEMM is. k goes in blocks of kKcAvx2 inputs:
 // - a panel's block (kKcAvx2 x 16 floats, 16 KB) stays in L1 while every row tile of the range
 //   reads it;
-// - the rows' block of x is copied once per block and panel group into kKcAvx2-float rows
-//   (contiguous, so a tile's loads are fixed offsets from one pointer), and stays in L2 while
-//   the group's panels pass;
+// - the rows' block of x (kRowsAvx2 x kKcAvx2 floats, read in place) stays in L2 while the
+//   group's panels pass;
 // - the partial sums of the group's panels stay in a per-thread buffer between blocks.
 // Each output still sums over k in one unbroken order (the accumulators resume from the
 // partial sums), so blocking changes no result: the products are bitwise those of the
@@ -298,7 +297,12 @@ constexpr int kGroupAvx2 = 16;  // panels whose partial sums are kept: rows x 25
 constexpr int kTileRowsAvx2 = 6;  // rows per blocked tile (TileAvx2's MB at most)
 
 // Tiles of at most kTileRowsAvx2 = 6 rows (12 accumulators) whose sums go to memory right after
-// the k loop.
+// the k loop. x is read in place (rows lda floats apart). Until 2026-12-02 each block of x was
+// first copied into contiguous rows (kKcAvx2 floats apart, so that the loads were fixed offsets
+// from one pointer); the copy was ~4% of XLM-R-base's time (a memmove per block and panel group)
+// and the tiles ran no faster for it. Read in place, alternating runs of the same binary (Zen 3,
+// 2 threads, medians): all-MiniLM-L6-v2 5% faster at 32 x 128 tokens and 9% at 1 x 512,
+// XLM-R-base at 8 x 512 1-6% (two sets of 10); Qwen3-0.6B at 1 x 512 level.
 // GCC 12 spilled the accumulators otherwise, with the spill stores inside the k loop (on
 // every step), which made it store-bound (2.6x slower at MiniLM's shapes).
 //
@@ -312,8 +316,8 @@ constexpr int kTileRowsAvx2 = 6;  // rows per blocked tile (TileAvx2's MB at mos
 // unblocked tile below showed no gain from it.) The sums are unchanged: each accumulator
 // takes the same FMAs in the same order.
 template <int MB>
-ORCHID_NO_SANITIZE ORCHID_AVX2 inline void TileAvx2(const float* a, const float* b, int kc,
-                                                    bool start, float* part, int ldp) {
+ORCHID_NO_SANITIZE ORCHID_AVX2 inline void TileAvx2(const float* a, size_t lda, const float* b,
+                                                    int kc, bool start, float* part, int ldp) {
   __m256 lo[MB], hi[MB];
   for (int m = 0; m < MB; ++m) {
     lo[m] = start ? _mm256_setzero_ps() : _mm256_load_ps(part + size_t(m) * ldp);
@@ -324,7 +328,7 @@ ORCHID_NO_SANITIZE ORCHID_AVX2 inline void TileAvx2(const float* a, const float*
     const __m256 w0 = _mm256_loadu_ps(b);
     const __m256 w1 = _mm256_loadu_ps(b + 8);
     for (int m = 0; m < MB; ++m) {
-      const __m256 xv = _mm256_broadcast_ss(a + m * kKcAvx2);
+      const __m256 xv = _mm256_broadcast_ss(a + m * lda);
       lo[m] = _mm256_fmadd_ps(xv, w0, lo[m]);
       hi[m] = _mm256_fmadd_ps(xv, w1, hi[m]);
     }
@@ -394,7 +398,7 @@ class NextBlockPrefetch {
   int left_ = 0, per_tile_ = 0;  // lines (k steps of 16 floats) still to fetch, and per tile
 };
 
-// Rows [r0, r1) in pieces of at most kRowsAvx2, so that a piece's copy of x and its partial
+// Rows [r0, r1) in pieces of at most kRowsAvx2, so that a piece's block of x and its partial
 // sums stay in L2 whatever the caller's range (attention passes a whole sequence's rows).
 constexpr int kRowsAvx2 = 128;
 
@@ -408,8 +412,7 @@ ORCHID_AVX2 void TilesAvx2(const Job& j, int r0, int r1, int p0, int p1) {
   }
   const int k = j.w.k;
   constexpr int ldp = kGroupAvx2 * kPanel;
-  thread_local Buffer<float> rows, partial;
-  rows.Reserve(size_t(kRowsAvx2) * kKcAvx2);
+  thread_local Buffer<float> partial;
   partial.Reserve(size_t(kRowsAvx2) * ldp);
   for (int rb = r0; rb < r1; rb += kRowsAvx2) {
     const int re = std::min(r1, rb + kRowsAvx2);
@@ -417,10 +420,6 @@ ORCHID_AVX2 void TilesAvx2(const Job& j, int r0, int r1, int p0, int p1) {
       const int pe = std::min(p1, pg + kGroupAvx2);
       for (int k0 = 0; k0 < k; k0 += kKcAvx2) {
         const int kc = std::min(k - k0, kKcAvx2);
-        for (int r = rb; r < re; ++r) {
-          std::memcpy(rows.data() + size_t(r - rb) * kKcAvx2, j.x + size_t(r) * j.ldx + k0,
-                      size_t(kc) * sizeof(float));
-        }
         for (int p = pg; p < pe; ++p) {
           float* part = partial.data() + (p - pg) * kPanel;
           const float* b = j.w.panel(p) + size_t(k0) * kPanel;
@@ -439,7 +438,8 @@ ORCHID_AVX2 void TilesAvx2(const Job& j, int r0, int r1, int p0, int p1) {
             constexpr int MB = decltype(mb)::value;
             next.Slice();
             float* tile_part = part + size_t(r - rb) * ldp;
-            TileAvx2<MB>(rows.data() + size_t(r - rb) * kKcAvx2, b, kc, k0 == 0, tile_part, ldp);
+            TileAvx2<MB>(j.x + size_t(r) * j.ldx + k0, size_t(j.ldx), b, kc, k0 == 0, tile_part,
+                         ldp);
             if (k0 + kc == k) {
               StoreTileAvx2<MB>(tile_part, ldp, j.w.n, j.alpha, j.bias, j.y, j.ldy, j.epilogue, r,
                                 p);
