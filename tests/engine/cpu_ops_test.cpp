@@ -524,11 +524,13 @@ TEST(CpuOpsTest, RaggedSelfAttentionMatchesReference) {
 
 // Grouped-query heads and causal masking (Qwen3): a plain reference per (sequence, head, token).
 // 70 tokens cross the causal path's 64-row blocks. Packed and BLAS products both. Six sequences
-// are shared out whole over the pool; two are shared out by (sequence, key/value head), or by
-// (sequence, query head) when those are fewer than twice the threads.
+// are shared out whole over the pool; two, and five (which do not share out evenly over 2 or 3
+// threads), by (sequence, key/value head), or by (sequence, query head) when those are fewer
+// than twice the threads.
 TEST(CpuOpsTest, RaggedAttentionCausalGroupedQueryMatchesReference) {
   for (const std::vector<int32_t>& lens :
-       {std::vector<int32_t>{1, 2, 17, 1, 70, 7}, std::vector<int32_t>{70, 9}}) {
+       {std::vector<int32_t>{1, 2, 17, 1, 70, 7}, std::vector<int32_t>{70, 9},
+        std::vector<int32_t>{3, 70, 1, 17, 9}}) {
     std::vector<int32_t> cu = {0};
     for (int32_t l : lens) cu.push_back(cu.back() + l);
     const int T = cu.back();

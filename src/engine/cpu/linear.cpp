@@ -36,9 +36,10 @@ void LinearBlas(ThreadPool* pool, const float* x, int m, int ldx, const PackedWe
       if (c0 >= c1) continue;
       const int cols = int(c1 - c0);
       float* out = y + size_t(r0) * ldy + c0;
-      Gemm(false, true, r1 - r0, cols, k, 1.0f, x + size_t(r0) * ldx, ldx,
-           w.rows() + size_t(c0) * k, k, epilogue == LinearEpilogue::kAccumulate ? 1.0f : 0.0f, out,
-           ldy);
+      // (cblas wants leading dimensions >= 1, k = 0 included.)
+      Gemm(false, true, r1 - r0, cols, k, 1.0f, x + size_t(r0) * ldx, std::max(ldx, 1),
+           w.rows() + size_t(c0) * k, std::max(k, 1),
+           epilogue == LinearEpilogue::kAccumulate ? 1.0f : 0.0f, out, ldy);
       for (int r = r0; r < r1; ++r, out += ldy) {
         if (epilogue == LinearEpilogue::kGelu) {
           BiasGelu(out, bias == nullptr ? nullptr : bias + c0, size_t(cols));
