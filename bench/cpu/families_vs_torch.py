@@ -29,6 +29,7 @@ import argparse
 import datetime
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -107,6 +108,37 @@ def torch_model(name, d, dtype="float32"):
     return run
 
 
+def host_probe(torch, threads, bench_bin):
+    """How loaded the host is while the benchmark runs: PyTorch's fp32 GEMM rate at XLM-R-base's
+    FFN shape (m = 4096, 768 -> 3072) against `threads` x one core's measured FMA peak
+    (orchid_linear_bench --peak, beside the engine bench). On the 2-vCPU EPYC these ratios were
+    measured on, PyTorch ran this shape at 78% of peak on a quiet host
+    (bench/results/linear-vs-torch-20261202-091142.md) and at 54% on a loaded one
+    (-20261201-222340.md), and the model ratios moved with it: PyTorch loses more than orchid
+    under load."""
+    import time
+    linear_bin = Path(bench_bin).parent / "orchid_linear_bench"
+    peak = None
+    if linear_bin.exists():
+        peak = json.loads(subprocess.check_output([str(linear_bin), "--peak"], text=True))["peak_gflops"]
+    x, w = torch.randn(4096, 768), torch.randn(3072, 768)
+    torch.nn.functional.linear(x, w)
+    ms = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        torch.nn.functional.linear(x, w)
+        ms.append((time.perf_counter() - t0) * 1000)
+    gflops = 2 * 4096 * 768 * 3072 / sorted(ms)[2] / 1e6
+    return {"fma_peak_gflops_per_core": peak, "torch_gemm_gflops": gflops,
+            "torch_gemm_pct_of_peak": 100 * gflops / (peak * threads) if peak else None}
+
+
+def probe_text(p):
+    pct = f" ({p['torch_gemm_pct_of_peak']:.0f}% of peak)" if p["torch_gemm_pct_of_peak"] else ""
+    peak = f"{p['fma_peak_gflops_per_core']:.1f}" if p["fma_peak_gflops_per_core"] else "n/a"
+    return f"PyTorch GEMM {p['torch_gemm_gflops']:.0f} GFLOP/s{pct}, FMA peak {peak} GFLOP/s per core"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--bench-bin", default=str(REPO / "build" / "orchid_engine_bench"))
@@ -125,6 +157,7 @@ def main():
 
     import torch
     torch.set_num_threads(args.threads)
+    probes = {"before": host_probe(torch, args.threads, args.bench_bin)}
     rng = np.random.default_rng(0)
     root = REPO / "models" / "bench"
     rows, raw = [], []
@@ -183,6 +216,7 @@ def main():
                                       "emb_per_s": t_eps, "ms": ms}})
                 print(rows[-1], file=sys.stderr, flush=True)
 
+    probes["after"] = host_probe(torch, args.threads, args.bench_bin)
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     header = [
         "# CPU engine, model families: orchid vs transformers (PyTorch, SDPA)", "",
@@ -193,7 +227,10 @@ def main():
         f"PyTorch until each side has >= {args.min_iters} runs and >= {args.min_seconds} s; p50 = median run; "
         "seq/s = sequences over the sum of all runs; ratios are of seq/s",
         "- dtype: both sides in that dtype (orchid bfloat16 = linear layers only; PyTorch bfloat16 = whole model); "
-        "fidelity: first output vs PyTorch fp32's", "",
+        "fidelity: first output vs PyTorch fp32's",
+        f"- host load probe (PyTorch fp32 GEMM at 4096 x 768 -> 3072, {args.threads} threads; see host_probe()): "
+        f"before {probe_text(probes['before'])}; after {probe_text(probes['after'])}. The ratios below "
+        "are lower on a quiet host (PyTorch near peak) than on a loaded one", "",
         "| model | case | dtype | orchid p50 ms | orchid seq/s | torch p50 ms | torch seq/s | orchid / torch fp32 "
         "| orchid / torch same dtype | fidelity vs torch fp32 |",
         "|---|---|---|---|---|---|---|---|---|---|"]
@@ -206,7 +243,8 @@ def main():
     base = os.path.join(args.out, f"cpu-families-{stamp}")
     Path(base + ".md").write_text(text)
     Path(base + ".json").write_text(json.dumps({"machine": machine(), "commit": commit(), "date": date,
-                                                "threads": args.threads, "cases": raw}, indent=1))
+                                                "threads": args.threads, "host_probe": probes, "cases": raw},
+                                               indent=1))
     print(f"wrote {base}.md and .json", file=sys.stderr)
     if not all(r[10] for r in rows):
         sys.exit(1)
