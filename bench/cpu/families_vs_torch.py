@@ -31,6 +31,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -116,7 +117,6 @@ def host_probe(torch, threads, bench_bin):
     (bench/results/linear-vs-torch-20261202-091142.md) and at 54% on a loaded one
     (-20261201-222340.md), and the model ratios moved with it: PyTorch loses more than orchid
     under load."""
-    import time
     linear_bin = Path(bench_bin).parent / "orchid_linear_bench"
     peak = None
     if linear_bin.exists():

@@ -297,17 +297,19 @@ constexpr int kGroupAvx2 = 16;  // panels whose partial sums are kept: rows x 25
 constexpr int kTileRowsAvx2 = 6;  // rows per blocked tile (TileAvx2's MB at most)
 
 // Tiles of at most kTileRowsAvx2 = 6 rows (12 accumulators) whose sums go to memory right after
-// the k loop. x is read in place (rows lda floats apart). Until 2026-12-02 each block of x was
-// first copied into contiguous rows (kKcAvx2 floats apart, so that the loads were fixed offsets
-// from one pointer); the copy was ~4% of XLM-R-base's time (a memmove per block and panel group)
-// and the tiles ran no faster for it. Read in place, alternating runs of the same binary (Zen 3,
-// 2 threads, medians): all-MiniLM-L6-v2 5% faster at 32 x 128 tokens and 9% at 1 x 512,
-// XLM-R-base at 8 x 512 1-6% (two sets of 10); Qwen3-0.6B at 1 x 512 level.
+// the k loop.
 // GCC 12 spilled the accumulators otherwise, with the spill stores inside the k loop (on
 // every step), which made it store-bound (2.6x slower at MiniLM's shapes).
 //
+// x is read in place (rows lda floats apart). Until 2026-12-02 each block of x was first copied
+// into contiguous rows (kKcAvx2 floats apart, so that the loads were fixed offsets from one
+// pointer); the copy was ~4% of XLM-R-base's time (a memmove per block and panel group) and the
+// tiles ran no faster for it. Read in place, alternating runs of the same binary (Zen 3, 2
+// threads, medians): all-MiniLM-L6-v2 5% faster at 32 x 128 tokens and 9% at 1 x 512,
+// XLM-R-base at 8 x 512 1-6% (two sets of 10); Qwen3-0.6B at 1 x 512 level.
+//
 // part[m * ldp, + 16) holds row m's sums over inputs [0, k0); the tile adds inputs [k0, k0 +
-// kc) from a (MB rows, kKcAvx2 floats apart) and b (the panel's rows k0 ..).
+// kc) from a (MB rows, lda floats apart) and b (the panel's rows k0 ..).
 //
 // The k loop is unrolled 4 steps (GCC 12 leaves it rolled, even at -O3). Rolled, the tile
 // ran at ~60-65 GFLOP/s on one Zen 3 core with its data in L1/L2 (peak ~89), unrolled at ~68-75;
