@@ -341,11 +341,11 @@ ORCHID_NO_SANITIZE ORCHID_AVX2 inline void TileAvx2(const float* a, size_t lda, 
   }
 }
 
-// The unblocked tile, for calls over a few panels (attention's P V: head_dim / 16 panels), where
-// copying x would cost more than it saves: x read in place, all of k in one pass, at most 5
-// rows (10 accumulators) so that GCC keeps the row addressing in registers. As in every AVX2
-// tile, the sums go out to memory right after the k loop: with the epilogue reading the
-// accumulators, GCC 12 spilled them inside the loop.
+// The unblocked tile, for calls over a few panels (attention's P V: head_dim / 16 panels): x
+// read in place, all of k in one pass (no partial sums), at most 5 rows (10 accumulators) so that
+// GCC keeps the row addressing in registers. As in every AVX2 tile, the sums go out to memory right
+// after the k loop: with the epilogue reading the accumulators, GCC 12 spilled them inside the
+// loop.
 template <int MB>
 ORCHID_NO_SANITIZE ORCHID_AVX2 inline void TileInPlaceAvx2(const Job& j, int r, int p) {
   const int k = j.w.k;
@@ -365,9 +365,11 @@ ORCHID_NO_SANITIZE ORCHID_AVX2 inline void TileInPlaceAvx2(const Job& j, int r, 
   FinishTileAvx2<MB>(lo, hi, j.w.n, j.alpha, j.bias, j.y, j.ldy, j.epilogue, r, p);
 }
 
-// Calls over at most this many panels take the unblocked tiles: copying x per block costs about
-// one copied float per 16 * panels multiply-adds, which at attention's few panels (P V over 512
-// keys, head_dim 32) made all-MiniLM-L6-v2 at 512 tokens 5-7% slower.
+// Calls over at most this many panels take the unblocked tiles. Measured when the blocked tiles
+// still copied each block of x (one copied float per 16 * panels multiply-adds): at attention's
+// few panels (P V over 512 keys, head_dim 32) blocking made all-MiniLM-L6-v2 at 512 tokens 5-7%
+// slower. The blocked tiles read x in place since 2026-12-02; this threshold was not
+// re-measured after that.
 constexpr int kMaxInPlacePanelsAvx2 = 8;
 
 // Pulls the panel block that the tiles read next into L2 while the current block's row tiles
