@@ -6,18 +6,20 @@
 //     one Submit() and writes the pooled rows as a float32 .npy [rows, dim].
 //
 //   orchid_cuda_check bench --model DIR --name NAME [--graphs MODE] [--pooling P]
-//                           [--latency 128,512,4096] [--throughput 512,1024] [--batch 100]
+//                           [--latency 128,512,4096] [--throughput 512,4096x16] [--batch 100]
 //                           [--sweep 16,32,...] [--iters N] [--batches N] [--vocab-limit N]
 //     The seed's engine-level suites, one JSON object per line on stdout:
 //     latency: batch 1, strictly sequential, submit + wait per request, p50/p90/p99/max ms;
-//     throughput: batches of --batch sequences, two in flight (as the worker pipelines them),
-//     embeddings/s; sweep: the batch-1 latency at more lengths (for the graphs turning point).
+//     throughput: batches of --batch sequences (LENxB: of B), two in flight (as the worker
+//     pipelines them), embeddings/s; sweep: the batch-1 latency at more lengths (for the
+//     graphs' turning point).
 //     Token ids are drawn from a fixed seed in [1000, min(vocab, vocab-limit)).
 //
 // Common: --max-batch-tokens N (default 16384), --device N.
 // Exit status 0 on success; errors go to stderr with status 1.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -27,6 +29,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/cuda/cuda_engine.h"
@@ -54,6 +57,21 @@ std::vector<int> IntList(const std::string& s) {
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (!item.empty()) v.push_back(std::atoi(item.c_str()));
+  }
+  return v;
+}
+
+// --throughput entries: LEN (batches of --batch sequences) or LENxBATCH (e.g. 4096x16: a
+// smaller batch for long sequences, so that the suite fits the device check's time).
+std::vector<std::pair<int, int>> ThroughputList(const std::string& s, int default_batch) {
+  std::vector<std::pair<int, int>> v;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    const size_t x = item.find('x');
+    v.emplace_back(std::atoi(item.substr(0, x).c_str()),
+                   x == std::string::npos ? default_batch : std::atoi(item.c_str() + x + 1));
   }
   return v;
 }
@@ -206,10 +224,9 @@ Status Bench(const Args& a) {
   for (int len : IntList(a.Get("sweep"))) {
     ORCHID_RETURN_IF_ERROR(Latency(*engine, a, "sweep", len, iters, pool, vocab));
   }
-  for (int len : IntList(a.Get("throughput"))) {
-    const int batches = a.Int("batches", len >= 4096 ? 3 : 8);
-    ORCHID_RETURN_IF_ERROR(
-        Throughput(*engine, a, len, a.Int("batch", 100), batches, pool, vocab));
+  for (const auto& [len, batch] : ThroughputList(a.Get("throughput"), a.Int("batch", 100))) {
+    const int batches = a.Int("batches", int64_t(len) * batch >= 200000 ? 3 : 8);
+    ORCHID_RETURN_IF_ERROR(Throughput(*engine, a, len, batch, batches, pool, vocab));
   }
   return Status::Ok();
 }

@@ -1,200 +1,683 @@
 #!/usr/bin/env bash
 # bench/gpu/device-check.sh — the CUDA engine's whole device check, in one call on a lent GPU
-# machine (issue 5). Prepare the carried files here first (bench/gpu/prepare-carry.sh), then,
-# through the device tool, from the repo root:
+# machine (issues 5 and 24). Prepare the carried files here first (bench/gpu/prepare-carry.sh),
+# then, through the device tool, from the repo root:
 #
-#   run(command="bash bench/gpu/device-check.sh", carry=["build-gpu-carry"], timeout_s=600)
+#   run(command="bash bench/gpu/device-check.sh", carry=["build-gpu-carry"], timeout_s=330)
 #
-# The machine has CUDA 13, cmake, ninja, gcc, PyTorch, transformers; no network and none of our
-# Debian libraries: the engine-only build (ORCHID_ENGINE_ONLY) needs simdjson, fmt (header-only)
-# and GoogleTest, carried as .deb files and unpacked with dpkg -x into a private prefix.
+# The check is a list of blocks (`bash bench/gpu/device-check.sh --list`), in order of what
+# matters most: the build, the CUDA unit tests, fidelity against PyTorch, then memcheck, the
+# GEMM peak and the timed suites, torch.compile last. It keeps to a time budget (BUDGET_S,
+# default 300 s, RESERVE_S = 10 s of it kept for the last report): a block starts only if the
+# time left covers its reservation (the `need` column of the list: guesses made before any run
+# on a GPU; the report's `seconds` column gives the measured ones), else it is skipped and says
+# so; a block that starts runs under `timeout` for at most the time left (or its own cap), so
+# the whole ends within the budget. A block that needs another one's output (the build, the
+# models) skips itself when that is missing.
 #
-# Steps (each logged with the seconds since start):
-#   1. build: configure + build the engine-only tree for sm_90 (orchid_cuda_tests,
-#      orchid_cuda_check);
-#   2. tests: the CUDA unit tests (op checks vs double-precision references; the engine on the
-#      carried all-MiniLM-L6-v2 in bf16); then the attention/pooling/RoPE op checks again under
-#      compute-sanitizer memcheck (SANITIZE=0 skips it);
-#   3. models: random-weight BERT-base and Qwen3-0.6B (causal and bidirectional) made by
-#      transformers on the GPU (bench/gpu/gpu_check.py make-models);
-#   4. fidelity: orchid vs PyTorch bf16 (transformers, SDPA) per embedding, cosine >= 0.999, on
-#      sequences of lengths 1 to 4096 (and the real all-MiniLM-L6-v2);
-#   5. suites (engine level): batch-1 latency 128/512/4096 and batches of 100 x 512/1024/4096,
-#      orchid with graphs off and lazy, PyTorch eager and torch.compile(mode="reduce-overhead")
-#      (compiles only while the time budget allows), plus a latency sweep over lengths for the
-#      graphs' turning point;
-#   6. report: $OUT/device-check.md (the table), $OUT/results.jsonl, $OUT/device-check.log,
-#      $OUT/cuda-tests.xml.
+# After every block, and from the exit trap (also on SIGTERM/SIGINT), $OUT gets:
+#   device-check.md   the report (fidelity, latency, throughput, side by side; blocks last)
+#   results.jsonl     every result and every block's status as JSON lines
+#   device-check.log  this script's whole output
+#   logs.tar.gz       the work logs: configure, build, each gtest run (.log + .xml), memcheck
+# (4 files: the device tool returns at most 8.) Models, embeddings and the build stay in
+# $WORK_DIR (default /tmp/orchid-gpu-work; a rerun on the same warm machine reuses the build
+# and the models).
 #
-# Exit status: 0 when the build, the unit tests and every fidelity check passed; 1 otherwise
-# (the timings are reported either way). Expected run time: 5-7 minutes (BUDGET_S, default
-# 470 s, bounds the optional torch.compile runs; everything else is bounded by its size).
+# Exit status 0 when no block failed and every required block (deps, build, unit tests,
+# models, fidelity) passed ("DEVICE CHECK: PASS"); else 1: "FAIL" when a block failed (or a
+# required one hit its time limit), "INCOMPLETE" when a required block did not run. On the GPU
+# machine (DEVICE=cuda, the default) a device test that skips (no device: e.g. a driver older
+# than the CUDA 13 runtime; or no model) fails its block.
+#
+# Environment:
+#   BUDGET_S, RESERVE_S   the time budget and the part kept for the final report (s)
+#   BLOCKS                only these blocks (comma-separated names or shell patterns, e.g.
+#                         "deps,build,unit-*,fid-qwen3-*" for a shorter second run)
+#   CARRY_DIR             the carried files (default build-gpu-carry)
+#   WORK_DIR, OUT         work folder; report folder (default build-gpu-out when OUT is unset)
+#   PYTHON, JOBS          interpreter with PyTorch + transformers; build jobs (default nproc)
+#   SANITIZE=0            skip memcheck
+#   DEVICE=cpu SMALL=1    smoke-test the PyTorch side on a CPU with tiny models (the orchid
+#                         steps then fail with "no CUDA device", as they should)
+#   DRY_RUN=1             no block runs: each "takes" its reservation on a fake clock (plus
+#                         DRY_RUN_SLEEP real seconds), to show which blocks a budget admits and
+#                         to test the control flow (tests/gpu/device_check_test.sh)
+#   DPKG                  the dpkg to unpack the .deb files with (default dpkg; where none is
+#                         found: ar + tar)
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT"
-OUT=${OUT:-$ROOT/build-gpu-out}
-mkdir -p "$OUT"
-exec > >(tee "$OUT/device-check.log") 2>&1
-
-START=$(date +%s)
-BUDGET_S=${BUDGET_S:-470}
-DEADLINE=$((START + BUDGET_S))
+SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
+ROOT=$(cd "$(dirname "$SELF")/../.." && pwd)
+cd "$ROOT" || exit 1
+export OUT=${OUT:-$ROOT/build-gpu-out}
+BUDGET_S=${BUDGET_S:-300}
+RESERVE_S=${RESERVE_S:-10}
 CARRY=${CARRY_DIR:-$ROOT/build-gpu-carry}
-PREFIX=/tmp/orchid-deps
-BUILD=/tmp/orchid-build-gpu
-WORK=/tmp/orchid-gpu-work
-PY=${PYTHON:-python3}
-GPUPY="$PY $ROOT/bench/gpu/gpu_check.py"
+WORK=${WORK_DIR:-/tmp/orchid-gpu-work}
+PREFIX=$WORK/deps
+BUILD=$WORK/build
+LOGS=$WORK/logs
+STATE=$WORK/state.env
+M=$WORK/models
 JSONL=$OUT/results.jsonl
 MINILM=$CARRY/all-MiniLM-L6-v2-bf16
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
-# Smoke-testing this script without a GPU: SMALL=1 DEVICE=cpu makes tiny models and runs the
-# PyTorch side on the CPU (the orchid steps then fail with "no CUDA device", as they should).
+PY=${PYTHON:-python3}
+GPUPY="$PY $ROOT/bench/gpu/gpu_check.py"
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
+DPKG=${DPKG-dpkg}
 DEVICE=${DEVICE:-cuda}
+DRY_RUN=${DRY_RUN:-0}
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
 if [ "${SMALL:-0}" = 1 ]; then
-  SMALL_FLAG=--small; VOCAB_BERT=1200; VOCAB_QWEN=1500; COMPILE=""
+  SMALL_FLAG=--small; VOCAB_BERT=1200; VOCAB_QWEN=1500
 else
-  SMALL_FLAG=; VOCAB_BERT=30522; VOCAB_QWEN=151669; COMPILE=128
-fi
-FAILED=0
-: >"$JSONL"
-mkdir -p "$WORK"
-
-phase() { echo; echo "== [$(( $(date +%s) - START ))s] $*"; }
-fail() { echo "FAILED: $*"; FAILED=1; }
-left() { echo $(( DEADLINE - $(date +%s) )); }
-
-phase "machine"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader || true
-MACHINE=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
-nvcc --version | tail -2
-cmake --version | head -1
-gcc --version | head -1
-$PY -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
-nproc
-
-phase "dependencies (carried .deb files -> $PREFIX)"
-rm -rf "$PREFIX"
-mkdir -p "$PREFIX"
-ls "$CARRY"/debs/*.deb >/dev/null 2>&1 || { echo "no $CARRY/debs: run bench/gpu/prepare-carry.sh first"; exit 1; }
-for f in "$CARRY"/debs/*.deb; do dpkg -x "$f" "$PREFIX"; done
-export LD_LIBRARY_PATH=$PREFIX/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-
-phase "configure + build (engine only, sm_90)"
-if ! cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DORCHID_ENGINE_ONLY=ON \
-    -DORCHID_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$PREFIX/usr" \
-    -DORCHID_NATIVE=ON -DCMAKE_POLICY_VERSION_MINIMUM=3.5 >"$WORK/configure.log" 2>&1; then
-  tail -40 "$WORK/configure.log"
-  echo "configure failed"; exit 1
-fi
-grep -E "simdjson_DIR|fmt_DIR|GTest_DIR" "$BUILD/CMakeCache.txt" || true
-if ! cmake --build "$BUILD" -j "$(nproc)" >"$WORK/build.log" 2>&1; then
-  grep -E "error|FAILED" "$WORK/build.log" | head -40
-  echo "build failed"; exit 1
-fi
-tail -1 "$WORK/build.log"
-
-phase "CUDA unit tests"
-if ! ORCHID_CUDA_TEST_MODEL=$MINILM "$BUILD/orchid_cuda_tests" --gtest_output="xml:$OUT/cuda-tests.xml" \
-    >"$WORK/unit.log" 2>&1; then
-  fail "unit tests"
-fi
-grep -E "^\[  (FAILED|PASSED) |Failure|error|element|row |no CUDA device" "$WORK/unit.log" | awk '!seen[$0]++' | head -80
-tail -3 "$WORK/unit.log"
-# The attention kernel stages V two ways; if only the ldmatrix.trans one is wrong, carry on with
-# the transposed one (the failure above still fails the check).
-if grep -q "FAILED  \] CudaOpsTest.RaggedFlashAttentionLdmatrix" "$WORK/unit.log" &&
-    ! grep -q "FAILED  \] CudaOpsTest.RaggedFlashAttentionTransposed" "$WORK/unit.log"; then
-  echo "ldmatrix V path failed: using ORCHID_CUDA_ATTENTION_V=transpose from here on"
-  export ORCHID_CUDA_ATTENTION_V=transpose
-  ORCHID_CUDA_TEST_MODEL=$MINILM "$BUILD/orchid_cuda_tests" --gtest_filter='CudaEngineTest.*' 2>&1 |
-    grep -E "^\[  (FAILED|PASSED) |Failure" | head -20
+  SMALL_FLAG=; VOCAB_BERT=30522; VOCAB_QWEN=151669
 fi
 
-if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  phase "compute-sanitizer memcheck on the op checks (attention, pooling, RoPE; 60 s cap)"
-  timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 "$BUILD/orchid_cuda_tests" \
-    --gtest_filter='CudaOpsTest.RaggedFlashAttention*:CudaOpsTest.PoolNormalizeRagged:CudaOpsTest.QkNormRopeNeox' \
-    >"$WORK/memcheck.log" 2>&1
-  rc=$?
-  grep -E "ERROR SUMMARY|Invalid|out of bounds|PASSED|FAILED" "$WORK/memcheck.log" | head -20
-  case $rc in
-    0) echo "memcheck: clean" ;;
-    124) echo "memcheck: stopped at its time cap (no error seen before)" ;;
-    *) fail "memcheck (exit $rc)"; tail -30 "$WORK/memcheck.log" ;;
-  esac
-fi
+# The blocks, in the order they run: name, reservation (s: a block starts only with at least
+# this much left), cap (s; 0: the time left), what it does. Required blocks (INCOMPLETE when
+# they did not run): deps, build, unit-*, models, fid-*.
+PLAN="
+machine                   5   30  GPU, driver, compilers, tools
+deps                     10   60  carried .deb files (simdjson, fmt, GoogleTest) -> WORK_DIR/deps
+build                    45    0  configure + build the engine-only tree for sm_90
+unit-ops                 15  120  CUDA unit tests: host checks, row ops, GEMM (one process)
+unit-attn-ldmatrix       15  120  attention op check, V staged with ldmatrix.trans (own process)
+unit-attn-transposed     15  120  attention op check, V staged transposed (own process)
+unit-engine              25  180  engine tests on the carried all-MiniLM-L6-v2 (own process)
+fid-minilm               20  120  fidelity: all-MiniLM-L6-v2 (real weights) vs PyTorch bf16
+models                   35  180  random-weight BERT-base, XLM-R-base, Qwen3-0.6B (transformers)
+fid-qwen3-causal         30  150  fidelity: Qwen3-0.6B causal, lengths 1..4096
+fid-qwen3-bidir          30  150  fidelity: Qwen3-0.6B bidirectional, lengths 1..4096
+fid-bert-base            20  120  fidelity: BERT-base, lengths 1..512
+fid-xlmr-base            20  120  fidelity: XLM-R-base, lengths 1..512
+memcheck                 30   60  compute-sanitizer memcheck on the attention/pooling/RoPE checks
+peak                     15   60  the card's bf16 GEMM rate (PyTorch, 8192^3)
+suite-orchid-minilm      15   90  orchid latency suite, all-MiniLM-L6-v2, graphs off / lazy
+suite-orchid-bert-base   25  120  orchid suites, BERT-base, graphs off / lazy
+suite-torch-bert-base    25  120  PyTorch eager suites, BERT-base
+suite-orchid-qwen3       45  180  orchid suites, Qwen3-0.6B causal (4096 x 16 for throughput)
+suite-torch-qwen3        40  150  PyTorch eager suites, Qwen3-0.6B causal
+suite-orchid-qwen3-bidir 15   90  orchid latency, Qwen3-0.6B bidirectional, lazy graphs
+compile-bert-base       100  240  torch.compile(mode=reduce-overhead) latency 128, BERT-base
+compile-qwen3           160  300  torch.compile(mode=reduce-overhead) latency 128, Qwen3-0.6B
+"
+REQUIRED="deps build unit-ops unit-attn-ldmatrix unit-attn-transposed unit-engine models"
+REQUIRED+=" fid-minilm fid-qwen3-causal fid-qwen3-bidir fid-bert-base fid-xlmr-base"
 
-phase "bf16 GEMM peak (PyTorch, 8192^3)"
-[ "$DEVICE" = cuda ] && { $GPUPY peak | tee -a "$JSONL" || true; }
+# ----------------------------------------------------------------------------- helpers
 
-phase "random-weight models (transformers, on the GPU)"
-if ! $GPUPY make-models --out "$WORK/models" --device "$DEVICE" $SMALL_FLAG; then
-  fail "make-models"
-fi
-$GPUPY ids --out "$WORK/ids-bert.txt" --vocab $VOCAB_BERT --lengths 1,7,64,130,333,512 --seed 1
-$GPUPY ids --out "$WORK/ids-minilm.txt" --vocab 30522 --lengths 1,2,17,128,256 --seed 2
-$GPUPY ids --out "$WORK/ids-qwen.txt" --vocab $VOCAB_QWEN --lengths 1,7,64,130,1000,4096 --seed 3
+# The clock: seconds since the epoch, or the fake clock of a dry run.
+now() {
+  if [ -n "${FAKE_CLOCK:-}" ]; then cat "$FAKE_CLOCK"; else date +%s; fi
+}
+phase() { echo; echo "== [$(( $(now) - START ))s] $*"; }
+# state KEY VALUE: shared with later blocks (each block runs in its own process).
+state() { printf 'export %s=%q\n' "$1" "$2" >>"$STATE"; }
+# skip REASON: the running block skips itself (exit status 3).
+skip() { echo "$1" >"$WORK/skip-reason"; echo "SKIP: $1"; exit 3; }
+json_str() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; s=${s//$'\n'/ }; printf '"%s"' "$s"; }
 
-# model_check NAME DIR KIND POOLING IDS [ARGS...]: orchid vs PyTorch bf16 on the ids file.
-# Extra arguments after the ids go to the PyTorch side (suites, compile).
-model_check() {
-  local name=$1 dir=$2 kind=$3 pooling=$4 ids=$5
-  shift 5
-  phase "$name: orchid embeddings"
-  if ! "$BUILD/orchid_cuda_check" embed --model "$dir" --ids "$ids" --out "$WORK/ours-$name.npy" \
-      --pooling "$pooling" --normalize 1; then
-    fail "$name: orchid embed"
+find_nvcc() {
+  local d
+  if command -v nvcc >/dev/null 2>&1; then command -v nvcc; return 0; fi
+  for d in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda /usr/local/cuda-13* /opt/cuda; do
+    if [ -n "$d" ] && [ -x "$d/bin/nvcc" ]; then echo "$d/bin/nvcc"; return 0; fi
+  done
+  return 1
+}
+
+require_build() {
+  [ "${BUILD_OK:-}" = 1 ] || skip "needs the build (block build: ${BLOCK_build:-did not run})"
+}
+# Looks the packages up without importing them (an import of torch takes seconds).
+require_torch() {
+  $PY -c "import importlib.util as u, sys; sys.exit(not (u.find_spec('torch') and
+u.find_spec('transformers')))" 2>/dev/null || skip "no PyTorch + transformers for $PY"
+}
+require_models() {
+  [ -f "$M/.done" ] ||
+    skip "needs the random-weight models (block models: ${BLOCK_models:-did not run})"
+}
+
+# extract_deb FILE DIR: dpkg -x, or ar + tar where there is no dpkg; fails loudly.
+extract_deb() {
+  local f dir=$2 tmp data
+  f=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+  if [ -n "$DPKG" ] && command -v "$DPKG" >/dev/null 2>&1; then
+    "$DPKG" -x "$f" "$dir" || { echo "$DPKG -x $f failed"; return 1; }
+    return 0
   fi
-  phase "$name: PyTorch reference + suites"
+  tmp=$(mktemp -d "$WORK/deb.XXXXXX") || return 1
+  if ! (cd "$tmp" && ar x "$f"); then echo "ar x $f failed"; rm -rf "$tmp"; return 1; fi
+  data=$(ls "$tmp"/data.tar* 2>/dev/null | head -1)
+  if [ -z "$data" ]; then echo "$f: no data.tar.* inside"; rm -rf "$tmp"; return 1; fi
+  if ! tar -xf "$data" -C "$dir"; then
+    echo "tar -xf $(basename "$data") of $f failed"; rm -rf "$tmp"; return 1
+  fi
+  rm -rf "$tmp"
+}
+
+# gtest_verdict LOG RC: 0 when the run finished, passed, ran at least one test and (on the GPU
+# machine) skipped no device test: a driver older than the runtime makes every device test
+# skip, which must not look green. CudaEngineNoDeviceTest skips by design where a GPU is.
+gtest_verdict() {
+  local log=$1 rc=$2 skipped
+  if ! grep -qE '^\[==========\] [1-9][0-9]* tests? from .* ran\.' "$log"; then
+    echo "the test binary did not finish a run of at least one test (crash, or no test matched)"
+    return 1
+  fi
+  if [ "$rc" != 0 ]; then echo "tests failed (exit $rc)"; return 1; fi
+  if [ "$DEVICE" = cuda ]; then
+    skipped=$(grep -E '^\[  SKIPPED \] [A-Za-z_]' "$log" | grep -v 'CudaEngineNoDeviceTest\.' |
+              sed -e 's/^\[  SKIPPED \] //' -e 's/ (.*//' | sort -u)
+    if [ -n "$skipped" ]; then
+      echo "device tests SKIPPED on the GPU machine (this fails the check):"
+      echo "$skipped" | sed 's/^/  /'
+      grep -E 'no CUDA device|no model at' "$log" | sort -u | head -3
+      return 1
+    fi
+  fi
+  return 0
+}
+
+# run_gtest NAME FILTER: one process of the CUDA test binary; log + xml in the logs.
+run_gtest() {
+  local name=$1 filter=$2 rc
+  ORCHID_CUDA_TEST_MODEL=$MINILM "$BUILD/orchid_cuda_tests" --gtest_filter="$filter" \
+    --gtest_output="xml:$LOGS/$name.xml" >"$LOGS/$name.log" 2>&1
+  rc=$?
+  grep -E '^\[  (FAILED|PASSED) |^\[==========\] .* ran|Failure|error|element|row |no CUDA device' \
+    "$LOGS/$name.log" | awk '!seen[$0]++' | head -60
+  gtest_verdict "$LOGS/$name.log" "$rc"
+}
+
+# fidelity NAME DIR KIND POOLING IDS [TORCH ARGS...]: orchid vs PyTorch bf16 on the ids file.
+fidelity() {
+  local name=$1 dir=$2 kind=$3 pooling=$4 ids=$5 ok=0
+  shift 5
+  require_build
+  [ -f "$dir/model.safetensors" ] || skip "no model at $dir"
+  require_torch
+  rm -f "$WORK/ours-$name.npy" "$WORK/ref-$name.npy"  # never compare an earlier run's files
+  if ! "$BUILD/orchid_cuda_check" embed --model "$dir" --ids "$ids" \
+      --out "$WORK/ours-$name.npy" --pooling "$pooling" --normalize 1; then
+    echo "FAILED: $name: orchid embed"; ok=1
+  fi
   if ! $GPUPY torch --model "$dir" --kind "$kind" --name "$name" --pooling "$pooling" \
-      --ids "$ids" --ref-out "$WORK/ref-$name.npy" --deadline "$DEADLINE" --device "$DEVICE" "$@" |
-      tee -a "$JSONL"; then
-    fail "$name: PyTorch side"
+      --ids "$ids" --ref-out "$WORK/ref-$name.npy" --device "$DEVICE" \
+      --deadline "$(( $(now) + LIMIT - 5 ))" "$@" | tee -a "$JSONL"; then
+    echo "FAILED: $name: PyTorch side"; ok=1
   fi
   if ! $GPUPY compare --ours "$WORK/ours-$name.npy" --ref "$WORK/ref-$name.npy" --name "$name" \
       --min-cos 0.999 | tee -a "$JSONL"; then
-    fail "$name: fidelity below 0.999"
+    echo "FAILED: $name: fidelity below 0.999"; ok=1
+  fi
+  return $ok
+}
+
+# orchid_suites NAME DIR POOLING MODES ARGS...: orchid_cuda_check bench per graph mode.
+orchid_suites() {
+  local name=$1 dir=$2 pooling=$3 modes=$4 g ok=0
+  shift 4
+  require_build
+  [ -f "$dir/model.safetensors" ] || skip "no model at $dir"
+  for g in $modes; do
+    echo "-- $name: graphs $g"
+    if ! "$BUILD/orchid_cuda_check" bench --model "$dir" --name "$name/orchid-graphs-$g" \
+        --graphs "$g" --pooling "$pooling" "$@" | tee -a "$JSONL"; then
+      echo "FAILED: $name: orchid suites (graphs $g)"; ok=1
+    fi
+  done
+  return $ok
+}
+
+# torch_suites NAME DIR KIND POOLING ARGS...: PyTorch eager / torch.compile suites.
+torch_suites() {
+  local name=$1 dir=$2 kind=$3 pooling=$4
+  shift 4
+  [ -f "$dir/model.safetensors" ] || skip "no model at $dir"
+  require_torch
+  $GPUPY torch --model "$dir" --kind "$kind" --name "$name" --pooling "$pooling" \
+    --device "$DEVICE" --deadline "$(( $(now) + LIMIT - 5 ))" "$@" | tee -a "$JSONL"
+}
+
+# ----------------------------------------------------------------------------- blocks
+# blk_NAME (dashes as underscores) runs in its own process (bash device-check.sh --block NAME
+# LIMIT) under `timeout LIMIT`: exit 0 pass, 3 skipped (reason in $WORK/skip-reason), else
+# fail. State for later blocks goes through `state`.
+
+blk_machine() {
+  local m nvcc
+  timeout 15 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
+    --format=csv,noheader || echo "nvidia-smi: not found or failed"
+  m=$(timeout 15 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null |
+      head -1)
+  [ -n "$m" ] && state MACHINE "$m"
+  timeout 15 nvidia-smi 2>/dev/null | grep -m1 "CUDA Version" || true
+  if nvcc=$(find_nvcc); then "$nvcc" --version | tail -2; else echo "nvcc: not found"; fi
+  cmake --version 2>/dev/null | head -1 || echo "cmake: not found"
+  ninja --version 2>/dev/null || echo "ninja: not found"
+  gcc --version 2>/dev/null | head -1 || echo "gcc: not found"
+  $PY --version 2>&1
+  echo "cores: $(nproc), kernel: $(uname -r)"
+  for t in dpkg ar tar compute-sanitizer; do
+    printf '%s: %s\n' "$t" "$(command -v "$t" || echo 'not found')"
+  done
+  return 0
+}
+
+blk_deps() {
+  local f dir lib pkg
+  ls "$CARRY"/debs/*.deb >/dev/null 2>&1 ||
+    { echo "no $CARRY/debs/*.deb: run bench/gpu/prepare-carry.sh here first"; return 1; }
+  rm -rf "$PREFIX"
+  mkdir -p "$PREFIX"
+  if [ -z "$DPKG" ] || ! command -v "$DPKG" >/dev/null 2>&1; then
+    echo "no dpkg (DPKG=$DPKG): unpacking with ar + tar"
+  fi
+  for f in "$CARRY"/debs/*.deb; do
+    extract_deb "$f" "$PREFIX" || return 1
+    echo "unpacked $(basename "$f")"
+  done
+  # The packages' CMake config folders, found wherever their multiarch path puts them (no
+  # reliance on CMAKE_LIBRARY_ARCHITECTURE), handed to cmake one by one.
+  for pkg in simdjson:simdjson-config.cmake fmt:fmt-config.cmake GTest:GTestConfig.cmake; do
+    f=$(find "$PREFIX" -name "${pkg#*:}" 2>/dev/null | head -1)
+    [ -n "$f" ] || { echo "no ${pkg#*:} in the unpacked packages"; return 1; }
+    dir=$(dirname "$f")
+    echo "${pkg%%:*}_DIR=$dir"
+    state "DEP_${pkg%%:*}_DIR" "$dir"
+  done
+  lib=$(find "$PREFIX" -name 'libsimdjson.so*' 2>/dev/null | head -1)
+  [ -n "$lib" ] || { echo "no libsimdjson.so* in the unpacked packages"; return 1; }
+  state DEPS_LIBDIR "$(dirname "$lib")"
+}
+
+blk_build() {
+  local nvcc gen=Ninja
+  if [ -z "${DEP_simdjson_DIR:-}" ] || [ -z "${DEP_fmt_DIR:-}" ] ||
+      [ -z "${DEP_GTest_DIR:-}" ]; then
+    skip "needs the unpacked packages (block deps: ${BLOCK_deps:-did not run})"
+  fi
+  nvcc=$(find_nvcc) || { echo "no nvcc on PATH, in CUDA_HOME or in /usr/local/cuda*"; return 1; }
+  command -v ninja >/dev/null 2>&1 || gen="Unix Makefiles"
+  if [ -f "$BUILD/CMakeCache.txt" ] &&
+      ! grep -q "^CMAKE_GENERATOR:INTERNAL=$gen$" "$BUILD/CMakeCache.txt"; then
+    rm -rf "$BUILD"
+  fi
+  echo "nvcc: $nvcc; generator: $gen; jobs: $JOBS"
+  # Warnings are not errors here (ORCHID_WERROR=OFF, nvcc's --Werror follows it): a newer nvcc
+  # or another host compiler must not abort the check. The normal build keeps them errors.
+  if ! cmake -S . -B "$BUILD" -G "$gen" -DCMAKE_BUILD_TYPE=Release -DORCHID_ENGINE_ONLY=ON \
+      -DORCHID_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90 \
+      -DORCHID_WERROR=OFF -DORCHID_NATIVE=ON \
+      -Dsimdjson_DIR="$DEP_simdjson_DIR" -Dfmt_DIR="$DEP_fmt_DIR" -DGTest_DIR="$DEP_GTest_DIR" \
+      -DCMAKE_PREFIX_PATH="$PREFIX/usr" -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
+      >"$LOGS/configure.log" 2>&1; then
+    tail -40 "$LOGS/configure.log"
+    echo "configure failed"; return 1
+  fi
+  grep -E "^(simdjson_DIR|fmt_DIR|GTest_DIR|CMAKE_CUDA_COMPILER):" "$BUILD/CMakeCache.txt"
+  if ! cmake --build "$BUILD" -j "$JOBS" --target orchid_cuda_tests orchid_cuda_check \
+      >"$LOGS/build.log" 2>&1; then
+    grep -E "error|FAILED" "$LOGS/build.log" | head -40
+    echo "build failed"; return 1
+  fi
+  grep -ciE "warning" "$LOGS/build.log" | sed 's/$/ warning lines (build.log in logs.tar.gz)/'
+  tail -1 "$LOGS/build.log"
+  state BUILD_OK 1
+}
+
+blk_unit_ops() {
+  require_build
+  run_gtest unit-ops '-CudaOpsTest.RaggedFlashAttention*:CudaEngineTest.*'
+}
+
+# The attention kernel stages V two ways; each check runs in its own process, so that an
+# illegal address in one (which poisons the CUDA context for the rest of a process) cannot
+# hide the other's result. If only the ldmatrix.trans one fails, later blocks use the
+# transposed one (ORCHID_CUDA_ATTENTION_V=transpose); the failure still fails the check.
+blk_unit_attn_ldmatrix() {
+  require_build
+  run_gtest unit-attn-ldmatrix 'CudaOpsTest.RaggedFlashAttentionLdmatrix'
+}
+
+blk_unit_attn_transposed() {
+  require_build
+  run_gtest unit-attn-transposed 'CudaOpsTest.RaggedFlashAttentionTransposed' || return 1
+  if [ "${BLOCK_unit_attn_ldmatrix:-}" = fail ]; then
+    echo "ldmatrix V path failed, transposed passed: ORCHID_CUDA_ATTENTION_V=transpose from here on"
+    state ORCHID_CUDA_ATTENTION_V transpose
   fi
 }
 
-# orchid_suites NAME DIR POOLING ARGS...: orchid_cuda_check bench with graphs off, then lazy.
-orchid_suites() {
-  local name=$1 dir=$2 pooling=$3
-  shift 3
-  for g in off lazy; do
-    phase "$name: orchid suites, graphs $g"
-    if ! "$BUILD/orchid_cuda_check" bench --model "$dir" --name "$name/orchid-graphs-$g" \
-        --graphs "$g" --pooling "$pooling" "$@" | tee -a "$JSONL"; then
-      fail "$name: orchid suites ($g)"
-    fi
-  done
+blk_unit_engine() {
+  require_build
+  [ -f "$MINILM/model.safetensors" ] ||
+    { echo "no $MINILM: make model, then bench/gpu/prepare-carry.sh"; return 1; }
+  run_gtest unit-engine 'CudaEngineTest.*'
 }
 
-if [ -f "$MINILM/model.safetensors" ]; then
-  model_check all-MiniLM-L6-v2 "$MINILM" bert mean "$WORK/ids-minilm.txt" --latency 128
-  orchid_suites all-MiniLM-L6-v2 "$MINILM" mean --latency 128 --iters 100
-fi
+blk_fid_minilm() {
+  [ -f "$MINILM/model.safetensors" ] || skip "all-MiniLM-L6-v2 was not carried"
+  require_build
+  $GPUPY ids --out "$WORK/ids-minilm.txt" --vocab 30522 --lengths 1,2,17,128,256 --seed 2 ||
+    return 1
+  fidelity all-MiniLM-L6-v2 "$MINILM" bert mean "$WORK/ids-minilm.txt"
+}
 
-M=$WORK/models
-model_check bert-base "$M/bert-base" bert mean "$WORK/ids-bert.txt" \
-  --latency 128,512 --throughput 512 --compile-latency "$COMPILE"
-orchid_suites bert-base "$M/bert-base" mean --latency 128,512 --throughput 512 \
-  --sweep 16,32,64,256
+blk_models() {
+  require_torch
+  $GPUPY ids --out "$WORK/ids-bert.txt" --vocab $VOCAB_BERT --lengths 1,7,64,130,333,512 --seed 1 &&
+    $GPUPY ids --out "$WORK/ids-qwen.txt" --vocab $VOCAB_QWEN --lengths 1,7,64,130,1000,4096 \
+      --seed 3 || return 1
+  if [ -f "$M/.done" ]; then echo "models already made in $M (same machine)"; return 0; fi
+  rm -rf "$M"
+  $GPUPY make-models --out "$M" --device "$DEVICE" $SMALL_FLAG || return 1
+  touch "$M/.done"
+}
 
-model_check qwen3-0.6b-causal "$M/qwen3-0.6b-causal" qwen3 last "$WORK/ids-qwen.txt" \
-  --latency 128,512,4096 --throughput 512,1024,4096 --compile-latency "$COMPILE"
-orchid_suites qwen3-0.6b-causal "$M/qwen3-0.6b-causal" last --latency 128,512,4096 \
-  --throughput 512,1024,4096 --sweep 16,32,64,256,1024,2048
+blk_fid_qwen3_causal() {
+  require_models
+  fidelity qwen3-0.6b-causal "$M/qwen3-0.6b-causal" qwen3 last "$WORK/ids-qwen.txt"
+}
+blk_fid_qwen3_bidir() {
+  require_models
+  fidelity qwen3-0.6b-bidir "$M/qwen3-0.6b-bidir" qwen3 mean "$WORK/ids-qwen.txt" --bidir
+}
+blk_fid_bert_base() {
+  require_models
+  fidelity bert-base "$M/bert-base" bert mean "$WORK/ids-bert.txt"
+}
+blk_fid_xlmr_base() {
+  require_models
+  fidelity xlmr-base "$M/xlmr-base" bert mean "$WORK/ids-bert.txt"
+}
 
-model_check qwen3-0.6b-bidir "$M/qwen3-0.6b-bidir" qwen3 mean "$WORK/ids-qwen.txt" --bidir
-"$BUILD/orchid_cuda_check" bench --model "$M/qwen3-0.6b-bidir" --name "qwen3-0.6b-bidir/orchid-graphs-lazy" \
-  --graphs lazy --pooling mean --latency 128 | tee -a "$JSONL" || fail "bidir suites"
+blk_memcheck() {
+  local rc
+  [ "${SANITIZE:-1}" = 1 ] || skip "SANITIZE=0"
+  require_build
+  command -v compute-sanitizer >/dev/null 2>&1 || skip "no compute-sanitizer on PATH"
+  local filter='CudaOpsTest.RaggedFlashAttention*:CudaOpsTest.PoolNormalizeRagged'
+  filter+=':CudaOpsTest.QkNormRopeNeox'
+  timeout $(( LIMIT - 5 )) compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$BUILD/orchid_cuda_tests" --gtest_filter="$filter" >"$LOGS/memcheck.log" 2>&1
+  rc=$?
+  grep -E "ERROR SUMMARY|Invalid|out of bounds|PASSED|FAILED" "$LOGS/memcheck.log" | head -20
+  if grep -q "Device not supported" "$LOGS/memcheck.log"; then
+    skip "compute-sanitizer does not support the device here (seen on gVisor machines)"
+  fi
+  case $rc in
+    0) echo "memcheck: clean" ;;
+    124)
+      if grep -qE "Invalid|out of bounds|misaligned" "$LOGS/memcheck.log"; then
+        echo "memcheck: stopped at its time cap, after reporting errors"; return 1
+      fi
+      echo "memcheck: stopped at its time cap (no error seen before)" ;;
+    9) echo "memcheck: memory errors"; tail -30 "$LOGS/memcheck.log"; return 1 ;;
+    *)
+      echo "memcheck: exit $rc (tests failed under the sanitizer?)"
+      tail -30 "$LOGS/memcheck.log"; return 1 ;;
+  esac
+}
 
-phase "report"
-$GPUPY report --jsonl "$JSONL" --out "$OUT/device-check.md" \
-  --machine "${MACHINE:-unknown GPU}, $(date -u +%Y-%m-%d), budget ${BUDGET_S}s" || fail "report"
-echo "time left in budget: $(left)s"
-if [ "$FAILED" = 0 ]; then echo "DEVICE CHECK: PASS"; else echo "DEVICE CHECK: FAIL (see above)"; fi
-exit "$FAILED"
+blk_peak() {
+  [ "$DEVICE" = cuda ] || skip "DEVICE=$DEVICE"
+  require_torch
+  $GPUPY peak | tee -a "$JSONL"
+}
+
+blk_suite_orchid_minilm() {
+  orchid_suites all-MiniLM-L6-v2 "$MINILM" mean "off lazy" --latency 128 --iters 100
+}
+blk_suite_orchid_bert_base() {
+  require_models
+  orchid_suites bert-base "$M/bert-base" mean "off lazy" --latency 128,512 --throughput 512 \
+    --sweep 16,32,64,256
+}
+blk_suite_torch_bert_base() {
+  require_models
+  torch_suites bert-base "$M/bert-base" bert mean --latency 128,512 --throughput 512
+}
+blk_suite_orchid_qwen3() {
+  require_models
+  orchid_suites qwen3-0.6b-causal "$M/qwen3-0.6b-causal" last "off lazy" \
+    --latency 128,512,4096 --throughput 512,1024,4096x16 --sweep 16,32,64,256,1024,2048
+}
+blk_suite_torch_qwen3() {
+  require_models
+  torch_suites qwen3-0.6b-causal "$M/qwen3-0.6b-causal" qwen3 last --latency 128,512,4096 \
+    --throughput 512,1024,4096x16
+}
+blk_suite_orchid_qwen3_bidir() {
+  require_models
+  orchid_suites qwen3-0.6b-bidir "$M/qwen3-0.6b-bidir" mean lazy --latency 128
+}
+blk_compile_bert_base() {
+  [ -z "$SMALL_FLAG" ] || skip "SMALL=1"
+  require_models
+  torch_suites bert-base "$M/bert-base" bert mean --compile-latency 128 --compile-margin 90
+}
+blk_compile_qwen3() {
+  [ -z "$SMALL_FLAG" ] || skip "SMALL=1"
+  require_models
+  torch_suites qwen3-0.6b-causal "$M/qwen3-0.6b-causal" qwen3 last --compile-latency 128 \
+    --compile-margin 150
+}
+
+# ----------------------------------------------------------------------------- driver
+
+selected() {
+  local pat
+  [ -z "${BLOCKS:-}" ] && return 0
+  for pat in ${BLOCKS//,/ }; do
+    # shellcheck disable=SC2053
+    [[ $1 == $pat ]] && return 0
+  done
+  return 1
+}
+
+# record NAME STATUS SECONDS LIMIT NOTE: one block line in results.jsonl and in the state.
+record() {
+  printf '{"impl": "block", "block": "%s", "status": "%s", "seconds": %s, "limit_s": %s, ' \
+    "$1" "$2" "$3" "$4" >>"$JSONL"
+  printf '"note": %s}\n' "$(json_str "$5")" >>"$JSONL"
+  state "BLOCK_${1//-/_}" "$2"
+  STATUSES+=("$1:$2")
+}
+
+machine_label() {
+  local m=${MACHINE:-unknown GPU}
+  [ "$DRY_RUN" = 1 ] && m="dry run (no block ran)"
+  echo "$m, $(date -u +%Y-%m-%d), budget ${BUDGET_S}s"
+}
+
+# snapshot: the report and the logs into $OUT, after every block and at exit.
+snapshot() {
+  $GPUPY report --jsonl "$JSONL" --out "$OUT/device-check.md" --machine "$(machine_label)" \
+    --quiet || echo "(report failed)"
+  if tar -czf "$WORK/logs.tar.gz" -C "$WORK" logs 2>/dev/null; then
+    mv -f "$WORK/logs.tar.gz" "$OUT/logs.tar.gz"
+  else
+    echo "(log archive failed)"
+  fi
+}
+
+run_block() {
+  local name=$1 need=$2 cap=$3 what=$4 t0 left limit rc status note secs
+  t0=$(now)
+  left=$(( DEADLINE - t0 - RESERVE_S ))
+  phase "$name: $what (${left}s left)"
+  if ! selected "$name"; then
+    echo "SKIPPED: not selected (BLOCKS=$BLOCKS)"
+    record "$name" skipped 0 0 "not selected (BLOCKS=$BLOCKS)"
+    snapshot; return
+  fi
+  if (( left < need )); then
+    echo "SKIPPED: time budget (${left}s left, reserves ${need}s)"
+    record "$name" skipped 0 0 "time budget: ${left}s left, reserves ${need}s"
+    snapshot; return
+  fi
+  limit=$left
+  (( cap > 0 && cap < limit )) && limit=$cap
+  CURRENT=$name CURRENT_T0=$t0 CURRENT_LIMIT=$limit
+  rm -f "$WORK/skip-reason"
+  if [ "$DRY_RUN" = 1 ]; then
+    echo $(( $(now) + need )) >"$FAKE_CLOCK"
+    sleep "${DRY_RUN_SLEEP:-0}" &
+    CHILD=$!
+    wait "$CHILD"
+    rc=$?
+    (( rc == 0 )) && rc=100
+  else
+    # timeout puts itself and the block in a process group of their own: on expiry, or from
+    # the exit trap, the whole block goes.
+    timeout -k 5 "$limit" bash "$SELF" --block "$name" "$limit" &
+    CHILD=$!
+    wait "$CHILD"
+    rc=$?
+  fi
+  CHILD='' CURRENT=''
+  secs=$(( $(now) - t0 ))
+  note=
+  case $rc in
+    0) status=pass ;;
+    100) status=dry-run; note="reserved ${need}s" ;;
+    3) status=skipped; note=$(cat "$WORK/skip-reason" 2>/dev/null) ;;
+    124 | 137) status=stopped; note="stopped at its ${limit}s limit" ;;
+    *) status=fail; note="exit $rc" ;;
+  esac
+  echo "-- $name: $status${note:+ ($note)} in ${secs}s"
+  record "$name" "$status" "$secs" "$limit" "$note"
+  # shellcheck disable=SC1090
+  . "$STATE"
+  snapshot
+}
+
+required() { [[ " $REQUIRED " == *" $1 "* ]]; }
+
+# verdict: PASS, FAIL (a block failed, or a required one was stopped at its time limit) or
+# INCOMPLETE (a required block skipped, killed with the run, or never reached); exit status 0
+# for PASS only.
+verdict() {
+  local s name st failed="" missing=""
+  for s in "${STATUSES[@]}"; do
+    name=${s%%:*} st=${s#*:}
+    case $st in
+      pass) ;;
+      fail) failed+=" $name" ;;
+      stopped) if required "$name"; then failed+=" $name"; fi ;;
+      *) if required "$name"; then missing+=" $name"; fi ;;
+    esac
+  done
+  for name in $REQUIRED; do  # never reached (a killed run)
+    [[ " ${STATUSES[*]} " == *" $name:"* ]] || missing+=" $name"
+  done
+  if [ -n "$failed" ]; then echo "FAIL (failed:$failed)"; return 1; fi
+  if [ -n "$missing" ]; then echo "INCOMPLETE (did not pass:$missing)"; return 1; fi
+  echo PASS
+}
+
+on_signal() {
+  # The tool that sends the signal may have killed tee too: a write to it must not kill us.
+  trap '' PIPE
+  echo
+  echo "== killed by SIG$1 at $(( $(now) - START ))s"
+  KILLED=$1
+  exit 143
+}
+
+on_exit() {
+  local v code
+  trap - EXIT TERM INT HUP
+  trap '' PIPE
+  if [ -n "${CHILD:-}" ]; then
+    kill -TERM -- "-$CHILD" 2>/dev/null || kill -TERM "$CHILD" 2>/dev/null
+    wait "$CHILD" 2>/dev/null
+  fi
+  if [ -n "${CURRENT:-}" ]; then
+    record "$CURRENT" killed $(( $(now) - CURRENT_T0 )) "$CURRENT_LIMIT" \
+      "run killed (SIG${KILLED:-?})"
+  fi
+  snapshot
+  # If tee is gone (killed with us), the last lines go straight to the log.
+  if [ -n "${TEE_PID:-}" ] && ! kill -0 "$TEE_PID" 2>/dev/null; then
+    exec >>"$OUT/device-check.log" 2>&1
+  fi
+  phase "report"
+  cat "$OUT/device-check.md" 2>/dev/null
+  v=$(verdict)
+  code=$?
+  local killed_note=${KILLED:+, killed by SIG$KILLED}
+  echo "time used: $(( $(now) - START ))s of the ${BUDGET_S}s budget$killed_note"
+  echo "DEVICE CHECK: $v"
+  # Let tee write the last lines before the device tool collects $OUT.
+  exec >&- 2>&-
+  [ -n "${TEE_PID:-}" ] && wait "$TEE_PID" 2>/dev/null
+  exit "$code"
+}
+
+main() {
+  mkdir -p "$OUT" "$WORK" || exit 1
+  rm -rf "$LOGS" "$WORK/skip-reason"
+  mkdir -p "$LOGS"
+  : >"$STATE"
+  : >"$JSONL"
+  rm -f "$OUT/device-check.md" "$OUT/logs.tar.gz"
+  exec > >(tee "$OUT/device-check.log") 2>&1
+  TEE_PID=$!
+  if [ "$DRY_RUN" = 1 ]; then
+    export FAKE_CLOCK=$WORK/fake-clock
+    date +%s >"$FAKE_CLOCK"
+  fi
+  START=$(now)
+  DEADLINE=$((START + BUDGET_S))
+  export START DEADLINE
+  STATUSES=()
+  CHILD='' CURRENT='' KILLED=
+  trap on_exit EXIT
+  trap 'on_signal TERM' TERM
+  trap 'on_signal INT' INT
+  trap 'on_signal HUP' HUP
+  echo "device check: budget ${BUDGET_S}s (${RESERVE_S}s kept for the report), out $OUT," \
+    "work $WORK${BLOCKS:+, blocks $BLOCKS}$([ "$DRY_RUN" = 1 ] && echo ', DRY RUN')"
+  local name need cap what
+  while read -r -u 9 name need cap what; do
+    [ -n "$name" ] || continue
+    run_block "$name" "$need" "$cap" "$what"
+  done 9<<<"$PLAN"
+  exit 0  # the verdict and the exit status come from on_exit
+}
+
+case "${1:-}" in
+  --list)
+    echo "$PLAN" | sed '/^$/d'
+    ;;
+  --block)
+    # One block, in its own process (see run_block).
+    NAME=$2 LIMIT=${3:-60}
+    # shellcheck disable=SC1090
+    . "$STATE"
+    [ -n "${DEPS_LIBDIR:-}" ] && export LD_LIBRARY_PATH=$DEPS_LIBDIR:${LD_LIBRARY_PATH:-}
+    if nvcc_path=$(find_nvcc); then PATH=$PATH:$(dirname "$nvcc_path"); export PATH; fi
+    "blk_${NAME//-/_}"
+    rc=$?
+    # 3 means skipped only when skip() said so.
+    if [ "$rc" = 3 ] && [ ! -f "$WORK/skip-reason" ]; then rc=1; fi
+    exit "$rc"
+    ;;
+  --gtest-verdict)
+    # For tests/gpu/device_check_test.sh: gtest_verdict LOG RC.
+    gtest_verdict "$2" "$3"
+    ;;
+  "")
+    main
+    ;;
+  *)
+    echo "usage: bash bench/gpu/device-check.sh [--list]  (environment: see the header)" >&2
+    exit 2
+    ;;
+esac

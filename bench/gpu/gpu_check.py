@@ -5,6 +5,8 @@ lent GPU machine; or a CPU with --device cpu and --small, to test this script).
 
   gpu_check.py make-models --out DIR [--small] [--device cuda|cpu]
       DIR/bert-base            BertModel, BERT-base sized (768 x 12 layers, 12 heads, 3072)
+      DIR/xlmr-base            XLMRobertaModel, XLM-R-base sized but for a 30000-token
+                               vocabulary (positions offset by padding_idx + 1 = 2)
       DIR/qwen3-0.6b-causal    Qwen3Model, Qwen3-0.6B sized (1024 x 28, 16 q / 8 kv heads of
                                128, 3072), causal
       DIR/qwen3-0.6b-bidir     the same weights, use_bidirectional_attention: true
@@ -12,17 +14,20 @@ lent GPU machine; or a CPU with --device cpu and --small, to test this script).
     --small makes tiny versions of the same shapes' families (for testing this script).
 
   gpu_check.py ids --out FILE --vocab V --lengths 1,7,64 [--seed S]
-      One sequence per line, token ids in [1000, min(V, 30000)) (or [1, V) for tiny vocabs).
+      One sequence per line, token ids in [1000, min(V, 30000)) (or [3, V) for tiny vocabs:
+      never a special token such as XLM-R's padding id 1).
 
   gpu_check.py torch --model DIR --kind bert|qwen3 [--bidir] --name NAME --pooling mean|last
-                     [--ids FILE --ref-out FILE.npy] [--latency 128,512] [--throughput 512]
-                     [--batch 100] [--compile-latency 128] [--iters N] [--deadline UNIX_TIME]
+                     [--ids FILE --ref-out FILE.npy] [--latency 128,512] [--throughput 512,4096x16]
+                     [--batch 100] [--compile-latency 128] [--compile-margin S] [--iters N]
+                     [--deadline UNIX_TIME]
       Reference embeddings in PyTorch bf16 (transformers, SDPA) per sequence (batch 1, no
       padding), pooled and L2-normalised; then the engine-level suites for PyTorch eager and
       torch.compile(mode="reduce-overhead"), one JSON object per line (same keys as
-      orchid_cuda_check). Bidirectional Qwen3 uses a plain PyTorch forward over the same
-      modules (transformers' Qwen3 is causal); for causal models that forward is also checked
-      against transformers' and the cosine printed.
+      orchid_cuda_check). Throughput entries are LEN (batches of --batch) or LENxBATCH.
+      Bidirectional Qwen3 uses a plain PyTorch forward over the same modules (transformers'
+      Qwen3 is causal); for causal models that forward is also checked against transformers'
+      and the cosine printed.
 
   gpu_check.py compare --ours A.npy --ref B.npy --name NAME [--min-cos 0.999]
       Cosine per row; prints one JSON object; exit status 1 when a row is below --min-cos.
@@ -30,8 +35,9 @@ lent GPU machine; or a CPU with --device cpu and --small, to test this script).
   gpu_check.py peak
       The card's bf16 GEMM rate (torch, 8192^3 on random data), one JSON object.
 
-  gpu_check.py report --jsonl FILE --out FILE.md [--machine TEXT]
-      One markdown table from every JSON line.
+  gpu_check.py report --jsonl FILE --out FILE.md [--machine TEXT] [--quiet]
+      One markdown table from every JSON line (device-check.sh's block lines last). Needs no
+      third-party package: device-check.sh runs it after every block.
 """
 import argparse
 import json
@@ -45,6 +51,17 @@ def parse_ints(s):
     return [int(x) for x in s.split(",") if x.strip()] if s else []
 
 
+def parse_throughput(s, batch):
+    """'512,4096x16' -> [(512, batch), (4096, 16)]."""
+    out = []
+    for x in (s.split(",") if s else []):
+        x = x.strip()
+        if x:
+            n, _, b = x.partition("x")
+            out.append((int(n), int(b) if b else batch))
+    return out
+
+
 # ----------------------------------------------------------------------------- models
 
 def model_specs(small):
@@ -54,16 +71,24 @@ def model_specs(small):
         qwen = dict(vocab_size=1500, hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
                     num_key_value_heads=2, head_dim=32, intermediate_size=256,
                     max_position_embeddings=4096)
+        xlmr = dict(vocab_size=1200, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                    intermediate_size=128)
     else:
         bert = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12,
                     num_attention_heads=12, intermediate_size=3072, max_position_embeddings=512)
         qwen = dict(vocab_size=151669, hidden_size=1024, num_hidden_layers=28,
                     num_attention_heads=16, num_key_value_heads=8, head_dim=128,
                     intermediate_size=3072, max_position_embeddings=40960)
+        # XLM-R-base's shape but not its 250002-token vocabulary: the check exercises the
+        # architecture (positions from padding_idx + 1), which the vocabulary does not change.
+        xlmr = dict(vocab_size=30000, hidden_size=768, num_hidden_layers=12,
+                    num_attention_heads=12, intermediate_size=3072)
     bert.update(type_vocab_size=2, hidden_act="gelu", layer_norm_eps=1e-12)
+    xlmr.update(max_position_embeddings=514, type_vocab_size=1, pad_token_id=1, bos_token_id=0,
+                eos_token_id=2, hidden_act="gelu", layer_norm_eps=1e-5)
     qwen.update(rms_norm_eps=1e-6, rope_theta=1000000.0, hidden_act="silu",
                 tie_word_embeddings=True, attention_bias=False, use_sliding_window=False)
-    return bert, qwen
+    return bert, qwen, xlmr
 
 
 def fix_config(path, updates, drop):
@@ -77,12 +102,15 @@ def fix_config(path, updates, drop):
 
 
 def make_models(args):
-    bert_spec, qwen_spec = model_specs(args.small)
+    bert_spec, qwen_spec, xlmr_spec = model_specs(args.small)
     if args.dry_run:
-        print(json.dumps({"bert": bert_spec, "qwen3": qwen_spec}, indent=2))
+        print(json.dumps({"bert": bert_spec, "qwen3": qwen_spec, "xlmr": xlmr_spec}, indent=2))
         return 0
     import torch
-    from transformers import BertConfig, BertModel, Qwen3Config, Qwen3Model
+    import transformers
+    from transformers import (BertConfig, BertModel, Qwen3Config, Qwen3Model, XLMRobertaConfig,
+                              XLMRobertaModel)
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}", flush=True)
 
     torch.manual_seed(0)
     os.makedirs(args.out, exist_ok=True)
@@ -98,6 +126,20 @@ def make_models(args):
     fix_config(os.path.join(d, "config.json"),
                {"architectures": ["BertModel"], "position_embedding_type": "absolute"}, [])
     print(f"bert-base: {sum(p.numel() for p in m.parameters()) / 1e6:.1f}M params, "
+          f"{time.time() - t0:.1f}s", flush=True)
+    del m
+
+    t0 = time.time()
+    cfg = XLMRobertaConfig(**xlmr_spec)
+    with dev:
+        m = XLMRobertaModel(cfg, add_pooling_layer=False)
+    m = m.to(torch.bfloat16)
+    d = os.path.join(args.out, "xlmr-base")
+    m.save_pretrained(d, safe_serialization=True)
+    fix_config(os.path.join(d, "config.json"),
+               {"architectures": ["XLMRobertaModel"], "model_type": "xlm-roberta",
+                "position_embedding_type": "absolute"}, [])
+    print(f"xlmr-base: {sum(p.numel() for p in m.parameters()) / 1e6:.1f}M params, "
           f"{time.time() - t0:.1f}s", flush=True)
     del m
 
@@ -142,7 +184,7 @@ def make_models(args):
 def write_ids(args):
     import random
     rng = random.Random(args.seed)
-    lo = 1000 if args.vocab > 2000 else 1
+    lo = 1000 if args.vocab > 2000 else 3
     hi = min(args.vocab, 30000) - 1
     with open(args.out, "w") as f:
         for n in parse_ints(args.lengths):
@@ -334,19 +376,19 @@ def run_torch(args):
                 print(json.dumps({"impl": eager, "skipped": f"latency {n}: time budget"}))
                 continue
             latency(embed, eager, n, args.iters if n < 4096 else max(5, args.iters // 4))
-        for n in parse_ints(args.throughput):
+        for n, b in parse_throughput(args.throughput, args.batch):
             if out_of_time(40):
-                print(json.dumps({"impl": eager, "skipped": f"throughput {n}: time budget"}))
+                print(json.dumps({"impl": eager, "skipped": f"throughput {n}x{b}: time budget"}))
                 continue
             if args.kind == "qwen3" and bidir:
                 continue  # the plain forward is batch-1 only; timing equals the causal model's
-            throughput(embed, eager, n, args.batch, 3 if n >= 4096 else 6)
+            throughput(embed, eager, n, b, 3 if n * b >= 200000 else 6)
 
         comp = f"{args.name}/torch-compile"
         if parse_ints(args.compile_latency):
             compiled = torch.compile(embed, mode="reduce-overhead", dynamic=False)
             for n in parse_ints(args.compile_latency):
-                if out_of_time(150):
+                if out_of_time(args.compile_margin):
                     print(json.dumps({"impl": comp, "skipped": f"latency {n}: time budget"}))
                     continue
                 t0 = time.time()
@@ -375,7 +417,9 @@ def gemm_peak(args):
     e1.record()
     torch.cuda.synchronize()
     sec = e0.elapsed_time(e1) / 1e3 / 10
-    print(json.dumps({"impl": "peak", "gemm_tflops": 2 * n ** 3 / sec / 1e12}), flush=True)
+    print(json.dumps({"impl": "peak", "gemm_tflops": 2 * n ** 3 / sec / 1e12,
+                      "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}),
+          flush=True)
     return 0
 
 
@@ -490,10 +534,24 @@ def report(args):
     if other:
         out += ["", "## Skipped / failed", ""]
         out += [f"- {r.get('impl')}: {r.get('skipped') or r.get('error')}" for r in other]
+    # device-check.sh's blocks, in the order they came (last, so that the end of the run's
+    # output shows them).
+    blocks = [r for r in rows if r.get("impl") == "block"]
+    if blocks:
+        out += ["", "## Blocks (device-check.sh; seconds as measured in this run)", "",
+                "| block | status | seconds | limit s | note |", "|---|---|---|---|---|"]
+        out += [f"| {r.get('block')} | {r.get('status')} | {r.get('seconds', '')} | "
+                f"{r.get('limit_s', '')} | {str(r.get('note', '')).replace('|', '/')} |"
+                for r in blocks]
     text = "\n".join(out) + "\n"
-    with open(args.out, "w") as f:
+    # Written whole to a temporary file, then renamed: a run killed mid-write leaves the last
+    # complete table.
+    tmp = args.out + ".tmp"
+    with open(tmp, "w") as f:
         f.write(text)
-    print(text)
+    os.replace(tmp, args.out)
+    if not args.quiet:
+        print(text)
     return 0
 
 
@@ -525,6 +583,8 @@ def main():
     s.add_argument("--throughput", default="")
     s.add_argument("--batch", type=int, default=100)
     s.add_argument("--compile-latency", default="")
+    s.add_argument("--compile-margin", type=float, default=150,
+                   help="seconds before --deadline under which no compile starts")
     s.add_argument("--iters", type=int, default=50)
     s.add_argument("--deadline", type=float, default=0)
     s.add_argument("--device", default="cuda")
@@ -541,6 +601,7 @@ def main():
     s.add_argument("--jsonl", required=True)
     s.add_argument("--out", required=True)
     s.add_argument("--machine", default="")
+    s.add_argument("--quiet", action="store_true", help="write the file, print nothing")
     s.set_defaults(fn=report)
     args = p.parse_args()
     return args.fn(args)

@@ -4,7 +4,7 @@
 # `carry`) with
 #   debs/                     the Debian packages the engine-only build needs on the GPU
 #                             machine (simdjson + runtime, fmt + runtime, GoogleTest), unpacked
-#                             there with dpkg -x into a private prefix;
+#                             there into a private prefix (dpkg -x, or ar + tar without dpkg);
 #   all-MiniLM-L6-v2-bf16/    the default model (`make model` first) with bf16 weights (~45 MB)
 #                             and its sentence-transformers/tokenizer files.
 # The whole stays under the device tool's 64 MiB limit together with the repository.

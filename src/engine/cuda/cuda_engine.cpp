@@ -366,7 +366,11 @@ Status CudaEngine::Init(const std::string& dir) {
                                  std::to_string(head_dim_) + " (32, 64, 80, 96, 128)");
   }
   ORCHID_RETURN_IF_ERROR(AllocateArena());
-  ORCHID_CUDA_TRY(cudaStreamSynchronize(stream_));
+  // The weights went up with cudaMemcpy from pageable memory on the legacy default stream,
+  // which may return before the DMA has landed and which does not order work on stream_ (a
+  // non-blocking stream); the arena was cleared on stream_. Wait for every stream of the device
+  // before the first forward pass (CaptureAll below, or the first Submit).
+  ORCHID_CUDA_TRY(cudaDeviceSynchronize());
   completion_ = std::thread([this] { CompletionLoop(); });
   if (opt_.graphs == CudaGraphs::kEagerCaptureAll) ORCHID_RETURN_IF_ERROR(CaptureAll());
   return Status::Ok();

@@ -6,8 +6,10 @@
 // stride over the row's columns, so a warp touches consecutive elements (coalesced). Row
 // statistics are reduced in fp32 with BlockSum (warp shuffles, then one value per warp in
 // shared memory). Kernels that need a row twice keep it in dynamic shared memory as fp32
-// (H floats; H <= 12288 keeps that under 48 KB). Each thread re-reads only the elements it
-// wrote itself, so no barrier is needed between those phases. Grids depend only on T/S.
+// (H floats) beside BlockSum's static 32-float array; both together must stay within the 48 KB
+// a block may use without opting in, so H <= kMaxRowFloats = 12256. Each thread re-reads only
+// the elements it wrote itself, so no barrier is needed between those phases. Grids depend only
+// on T/S.
 //
 // Thread safety: stateless; see ops.h.
 #include <cuda_bf16.h>
@@ -22,10 +24,19 @@ namespace orchid::cuda {
 namespace {
 
 constexpr int kRowThreads = 256;  // multiple of 32
-constexpr int kMaxRowFloats = 12288;
+// Shared memory of the row kernels: the static reduction array (kRedFloats) plus the dynamic
+// row (H floats) must fit in the 48 KB a launch gets without cudaFuncSetAttribute; the largest
+// H is what is left after the static part (12256, not 12288 = 48 KB / 4).
+constexpr int kRedFloats = 32;
+constexpr size_t kDefaultSmemBytes = 48 * 1024;
+constexpr int kMaxRowFloats = int((kDefaultSmemBytes - kRedFloats * sizeof(float)) / sizeof(float));
+static_assert(kMaxRowFloats == 12256);
+static_assert(size_t(kMaxRowFloats) * sizeof(float) + kRedFloats * sizeof(float) <=
+              kDefaultSmemBytes);
 
 // Sum of v over the block. Every thread of the block must call it (block-uniform control flow);
-// red: 32 floats of shared memory. The leading barrier makes back-to-back calls safe.
+// red: kRedFloats (32) floats of shared memory. The leading barrier makes back-to-back calls
+// safe.
 __device__ float BlockSum(float v, float* red) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -47,7 +58,7 @@ __global__ void __launch_bounds__(kRowThreads)
                          const float* __restrict__ beta, float eps, int H,
                          bf16* __restrict__ out) {
   extern __shared__ float row[];  // [H]
-  __shared__ float red[32];
+  __shared__ float red[kRedFloats];
   const size_t t = blockIdx.x;
   const bf16* w = word + size_t(ids[t]) * H;
   const bf16* p = pos_table + size_t(positions[t] + pos_offset) * H;
@@ -77,7 +88,7 @@ __global__ void __launch_bounds__(kRowThreads)
                        float eps, int H, bf16* out) {
   // residual and out may alias: no __restrict__ on them.
   extern __shared__ float row[];
-  __shared__ float red[32];
+  __shared__ float red[kRedFloats];
   const size_t base = size_t(blockIdx.x) * size_t(H);
   float s = 0.f;
   for (int j = threadIdx.x; j < H; j += blockDim.x) {
@@ -110,7 +121,7 @@ __global__ void __launch_bounds__(kRowThreads)
     AddRmsNormKernel(const bf16* __restrict__ delta, float* __restrict__ res,
                      const float* __restrict__ weight, float eps, int H, bf16* __restrict__ out) {
   extern __shared__ float row[];
-  __shared__ float red[32];
+  __shared__ float red[kRedFloats];
   const size_t base = size_t(blockIdx.x) * size_t(H);
   float ss = 0.f;
   for (int j = threadIdx.x; j < H; j += blockDim.x) {
@@ -192,7 +203,7 @@ __global__ void __launch_bounds__(kRowThreads)
                         const uint8_t* __restrict__ mode, const uint8_t* __restrict__ norm,
                         int H, float* __restrict__ out) {
   extern __shared__ float row[];
-  __shared__ float red[32];
+  __shared__ float red[kRedFloats];
   const int s = blockIdx.x;
   const int b = cu[s], e = cu[s + 1], n = e - b;
   const int m = mode[s];

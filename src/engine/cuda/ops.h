@@ -20,6 +20,10 @@ namespace orchid::cuda {
 
 using bf16 = __nv_bfloat16;
 
+// The row ops below that normalise a row (EmbedLayerNorm, AddLayerNorm, AddRmsNorm,
+// PoolNormalize) keep it in shared memory: they take H <= 12256 and return
+// cudaErrorInvalidValue above that, before touching the device.
+
 // BERT embeddings + LayerNorm, one row per token t < T:
 //   e = word[ids[t]] + pos_table[positions[t] + pos_offset] + type_table[types ? types[t] : 0]
 //   out[t] = (e - mean(e)) / sqrt(var(e) + eps) * gamma + beta        (biased variance)

@@ -145,7 +145,16 @@ TEST(CudaEngineTest, EagerCaptureAllAndSplitBatchesAgree) {
   auto b = (*captured)->Submit(batch).wait();
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   ASSERT_TRUE(b.ok()) << b.status().ToString();
-  ExpectSameEmbeddings(*a, *b, 0.99999, "split + captured vs one eager pass");
+  // Unlike the same-bucket comparisons above (same shapes, so the same cuBLASLt algorithms and
+  // summation order), the split passes run other token buckets, i.e. GEMMs with another M, for
+  // which cuBLASLt may pick other algorithms (tile shape, split-K): the fp32 sums come in another
+  // order, which flips the bf16 rounding (one ulp, 2^-8 to 2^-7 relative) of some outputs of each
+  // GEMM, and the flips propagate through the layers. cos >= 0.99999 leaves a relative difference
+  // of only ~4.5e-3 rms in the pooled vector (about one bf16 ulp), no room for that; 0.9999 leaves
+  // ~1.4e-2 (a few ulps), still ten times tighter in 1 - cos than the 0.999 asked of agreement with
+  // PyTorch. Mixed-up, stale or dropped sequences land far below (unrelated rows: < 0.999, as the
+  // replay check above asserts).
+  ExpectSameEmbeddings(*a, *b, 0.9999, "split + captured vs one eager pass");
 }
 
 TEST(CudaEngineTest, PipelinedSubmitsCompleteInOrder) {

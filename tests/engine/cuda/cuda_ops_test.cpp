@@ -12,7 +12,7 @@
 // element fails; for attention, rows outside every sequence must stay poisoned.
 //
 // Without a GPU every device test skips with "no CUDA device: ..."; the host-only tests
-// (buckets, attention tiles, bf16 conversions) run everywhere.
+// (buckets, attention tiles, bf16 conversions, the row ops' size guard) run everywhere.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -38,7 +38,13 @@ namespace {
     if (!CudaDeviceAvailable(&why_)) { GTEST_SKIP() << "no CUDA device: " << why_; } \
   } while (0)
 
-#define CUDA_OK(expr) ASSERT_EQ((expr), cudaSuccess) << #expr << ": " << cudaGetErrorString(expr)
+// Evaluates expr once (it is often a kernel launch): the failure message names the error that
+// the one launch returned.
+#define CUDA_OK(expr)                                                                          \
+  do {                                                                                         \
+    const cudaError_t cuda_ok_err_ = (expr);                                                   \
+    ASSERT_EQ(cuda_ok_err_, cudaSuccess) << #expr << ": " << cudaGetErrorString(cuda_ok_err_); \
+  } while (0)
 
 // Device buffer of T, RAII.
 template <typename T>
@@ -207,6 +213,28 @@ TEST(CudaBucketsTest, ParsesGraphModes) {
   EXPECT_FALSE(ParseCudaGraphs("sometimes").ok());
 }
 
+// The row kernels keep the row (H floats) in dynamic shared memory beside a static 32-float
+// reduction array; both must fit the 48 KB a launch gets by default, so H <= 12256 (12288 =
+// 48 KB / 4 would exceed it by those 128 bytes). The launchers check before touching the
+// device, so this runs without a GPU; AddLayerNormInPlace launches at H = 12256.
+TEST(CudaRowOpsTest, RefuseRowsOverTheSharedMemoryLimit) {
+  for (int H : {12257, 12288}) {
+    EXPECT_EQ(EmbedLayerNorm(nullptr, nullptr, nullptr, 0, nullptr, nullptr, nullptr, nullptr,
+                             nullptr, 1e-5f, 1, H, nullptr, nullptr),
+              cudaErrorInvalidValue)
+        << H;
+    EXPECT_EQ(AddLayerNorm(nullptr, nullptr, nullptr, nullptr, 1e-5f, 1, H, nullptr, nullptr),
+              cudaErrorInvalidValue)
+        << H;
+    EXPECT_EQ(AddRmsNorm(nullptr, nullptr, nullptr, 1e-6f, 1, H, nullptr, nullptr),
+              cudaErrorInvalidValue)
+        << H;
+    EXPECT_EQ(PoolNormalize(nullptr, nullptr, nullptr, nullptr, 1, H, nullptr, nullptr),
+              cudaErrorInvalidValue)
+        << H;
+  }
+}
+
 TEST(CudaEngineNoDeviceTest, MakeFailsCleanlyWithoutADevice) {
   std::string why;
   if (CudaDeviceAvailable(&why)) {
@@ -276,7 +304,7 @@ TEST(CudaOpsTest, EmbedLayerNorm) {
 TEST(CudaOpsTest, AddLayerNormInPlace) {
   SKIP_WITHOUT_GPU();
   std::mt19937 rng(2);
-  for (int H : {64, 384, 768, 1030}) {
+  for (int H : {64, 384, 768, 1030, 12256}) {  // 12256: the largest row (48 KB of shared memory)
     for (int T : {1, 3, 65}) {
       auto x = RandomBf16(rng, size_t(T) * H), res = RandomBf16(rng, size_t(T) * H, 2.f, 0.5f);
       auto gamma = RandomF32(rng, size_t(H), 0.5f, 1.f), beta = RandomF32(rng, size_t(H), 0.2f);
