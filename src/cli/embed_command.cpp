@@ -442,6 +442,8 @@ void RegisterEmbedCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--in-flight", o->in_flight, "chunks queued at once")->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "no progress output");
+  // Offline bulk work with no query to wait: arrival order in full batches unless told otherwise.
+  o->scheduler.scheduling = "fcfs";
   AddSchedulerFlags(cmd, &o->scheduler);
   cmd->callback([o, exit_code] { *exit_code = RunEmbed(*o); });
 }

@@ -37,6 +37,7 @@ struct GatewayCommandOptions {
   std::string tokenizer_path;
   std::string served_model_name;
   int64_t chunk_tokens = 8192;
+  QueryThresholds query;
   double health_interval_s = 0.5;
   double dns_interval_s = 5;
   double request_timeout_s = 120;
@@ -189,6 +190,7 @@ int RunGateway(const GatewayCommandOptions& o) {
     po.dns_interval = Ms(o.dns_interval_s);
     po.request_timeout = Ms(o.request_timeout_s);
     po.tokenizer_fingerprint = *fingerprint;
+    po.query = o.query;
     po.metrics = &metrics;
     if (several) po.metric_labels = {{"model", m.name}};
     spdlog::info("waiting up to {} s for a worker replica{}", o.startup_timeout_s,
@@ -289,6 +291,7 @@ void RegisterGatewayCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   AddHttpFrontFlags(cmd, &opts->http);
+  AddQueryFlags(cmd, &opts->query);
   cmd->callback([opts, exit_code] {
     if (opts->backends.empty() && opts->backend_dns.empty()) {
       spdlog::error("give --backend HOST:PORT (repeatable) or --backend-dns NAME:PORT");

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <filesystem>
+#include <string>
 #include <utility>
 
 #include "engine/cpu/cpu_engine.h"
@@ -15,6 +17,7 @@
 #endif
 #include "models/model_loader.h"
 #include "models/sentence_transformers.h"
+#include "worker/batch_calibration.h"
 
 namespace orchid::cli {
 
@@ -85,6 +88,45 @@ void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* f) {
                   "and attention, pieces spread over the engine threads), or auto (default: "
                   "packed where the CPU has AVX2 or AVX-512, else blas)")
       ->check(CLI::IsMember({"auto", "packed", "blas"}));
+  cmd->add_option("--scheduling", f->scheduling,
+                  "priority: queries (small requests, or input_type query) go ahead of bulk "
+                  "work, vLLM's `priority` field orders requests (lower first), bulk requests "
+                  "share the engine by tokens, and bulk batches are sized to --max-batch-time; "
+                  "fcfs: sequences in arrival order in batches of --max-batch-tokens (the old "
+                  "behaviour)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"priority", "fcfs"}));
+  cmd->add_option("--max-batch-time", f->max_batch_time,
+                  "milliseconds a batch of bulk work should take on the engine, so that a query "
+                  "waits about that long behind bulk work (priority scheduling); auto: the time "
+                  "of the smallest batch that reaches 95% of the engine's measured peak rate, at "
+                  "most 50 ms (measured at start); 0: no bound (batches up to "
+                  "--max-batch-tokens)")
+      ->capture_default_str()
+      ->check([](const std::string& v) -> std::string {
+        if (v == "auto") return "";
+        try {
+          size_t used = 0;
+          const double ms = std::stod(v, &used);
+          if (used == v.size() && ms >= 0 && ms <= 3.6e6) return "";
+        } catch (const std::exception&) {
+        }
+        return "must be auto or a number of milliseconds (0 to 3600000)";
+      });
+  AddQueryFlags(cmd, &f->query);
+}
+
+void AddQueryFlags(CLI::App* cmd, QueryThresholds* q) {
+  cmd->add_option("--query-max-inputs", q->max_inputs,
+                  "a request with at most this many inputs (and --query-max-tokens tokens) is a "
+                  "query: it goes ahead of bulk work of its priority")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--query-max-tokens", q->max_tokens,
+                  "a request with at most this many tokens (and --query-max-inputs inputs) is a "
+                  "query")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
 }
 
 void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* f) {
@@ -228,6 +270,26 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
   so.max_batch_sequences = flags.max_batch_sequences;
   so.max_queued_tokens = flags.max_queued_tokens;
   so.max_batches_in_flight = std::max(1, flags.pipeline_depth);
+  so.query = flags.query;
+  so.policy = flags.scheduling == "fcfs" ? SchedulingPolicy::kFcfs : SchedulingPolicy::kPriority;
+  if (so.policy == SchedulingPolicy::kPriority) {
+    if (flags.max_batch_time == "auto") {
+      BatchCalibrationOptions co;
+      co.max_batch_tokens = flags.max_batch_tokens;
+      auto calibration = CalibrateBatchTime(out.engine.get(), co);
+      if (!calibration.ok()) {
+        return Status(
+            calibration.status().code(),
+            "cannot run the model (measuring its batch time): " + calibration.status().message());
+      }
+      so.max_batch_time = calibration->max_batch_time;
+      so.initial_seconds_per_token = calibration->seconds_per_token;
+      spdlog::info("{}: {}", out.model.name, calibration->Describe());
+    } else {
+      so.max_batch_time =
+          std::chrono::microseconds(int64_t(std::stod(flags.max_batch_time) * 1000));
+    }
+  }
   MetricLabels labels;
   if (label_model) labels.emplace_back("model", out.model.name);
   if (metrics != nullptr) so.metrics = RegisterSchedulerMetrics(metrics, labels);

@@ -43,11 +43,18 @@ struct SchedulerFlags {
   std::string cuda_graphs = "lazy";  // "off" | "lazy" | "eager-capture-all"
   std::string dtype;                 // "" (the engine's own) | "float32" | "bfloat16"
   std::string gemm;                  // "" (auto) | "auto" | "packed" | "blas"
+  std::string scheduling = "priority";  // "priority" | "fcfs"
+  std::string max_batch_time = "auto";  // "auto" (measured at start) | milliseconds (0: none)
+  QueryThresholds query;
 };
 
 // --max-batch-tokens, --max-batch-sequences, --max-queued-tokens, --pipeline-depth, --threads,
-// --device, --cuda-graphs, --dtype, --gemm.
+// --device, --cuda-graphs, --dtype, --gemm, --scheduling, --max-batch-time, --query-max-inputs,
+// --query-max-tokens.
 void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* flags);
+// --query-max-inputs, --query-max-tokens (also on `gateway`, which classes requests for its
+// workers).
+void AddQueryFlags(CLI::App* cmd, QueryThresholds* query);
 
 // What `serve` and `gateway` share: the HTTP front's flags.
 struct HttpFrontFlags {
@@ -81,7 +88,8 @@ struct ServingModel {
 };
 
 // Loads `dir`, checks the flags against the model (the batch budget must hold the longest
-// input), starts the scheduler. `metrics` (optional) gets the scheduler's metrics; with
+// input), measures the batch-time target when --max-batch-time is auto (priority scheduling),
+// starts the scheduler. `metrics` (optional) gets the scheduler's metrics; with
 // `label_model` they carry a model="<name>" label (several models in one process).
 Result<ServingModel> LoadServingModel(const std::string& dir, const std::string& served_name,
                                       const SchedulerFlags& flags, MetricsRegistry* metrics,

@@ -187,6 +187,11 @@ void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(Embed
   }
   job.pooling = pooling_;
   job.normalize = request.normalize.value_or(normalize_);
+  job.scheduling = std::move(request.scheduling);
+  // A search query a person waits for, whatever its size; other requests are classed by size.
+  if (request.input_type == "query" && job.scheduling.request_class == RequestClass::kAuto) {
+    job.scheduling.request_class = RequestClass::kQuery;
+  }
   job.dimensions = request.dimensions ? dims : 0;
 
   // Shared so that the callback stays copyable (std::function) while owning `done`.

@@ -194,6 +194,8 @@ std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body,
       if (auto err = ParseOptionalString(value, "prompt_name", &out->prompt_name)) return err;
     } else if (key == "input_type") {
       if (auto err = ParseOptionalString(value, "input_type", &out->input_type)) return err;
+    } else if (key == "priority") {
+      if (auto err = ParsePriority(value, &out->scheduling.priority)) return err;
     }
     // "user" and fields we do not know are accepted and ignored.
   }
@@ -225,6 +227,8 @@ std::optional<ApiError> ParseTeiEmbedRequest(std::string_view body, EmbeddingsRe
       if (auto err = ParseOptionalString(value, "prompt_name", &out->prompt_name)) return err;
     } else if (key == "dimensions") {
       if (auto err = ParseDimensions(value, &out->dimensions)) return err;
+    } else if (key == "priority") {
+      if (auto err = ParsePriority(value, &out->scheduling.priority)) return err;
     }
   }
   if (!has_input) return ApiError::InvalidRequest("inputs is required", "inputs");
@@ -284,8 +288,12 @@ std::optional<ApiError> ParseTeiSimilarityRequest(std::string_view body, Embeddi
           if (auto err = ParseTruncationDirection(p.value, &out->truncation_direction)) return err;
         } else if (p.key == "prompt_name") {
           if (auto err = ParseOptionalString(p.value, "prompt_name", &out->prompt_name)) return err;
+        } else if (p.key == "priority") {
+          if (auto err = ParsePriority(p.value, &out->scheduling.priority)) return err;
         }
       }
+    } else if (key == "priority") {
+      if (auto err = ParsePriority(value, &out->scheduling.priority)) return err;
     }
   }
   if (!source) {

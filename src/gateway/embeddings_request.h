@@ -9,6 +9,7 @@
 
 #include "gateway/api_error.h"
 #include "tokenizer/tokenizer.h"
+#include "worker/scheduling.h"
 
 namespace orchid {
 
@@ -35,6 +36,10 @@ struct EmbeddingsRequest {
   // name if the model has one, else none). Neither: the server's default prompt, if any.
   std::optional<std::string> prompt_name;
   std::optional<std::string> input_type;
+  // `priority` from the body; the router adds the deadline (X-Request-Timeout,
+  // X-Stainless-Timeout) and the client connection's cancellation; input_type "query" makes it
+  // a query (EmbeddingService).
+  Scheduling scheduling;
 
   bool pretokenized() const { return !token_ids.empty(); }
   size_t num_inputs() const { return pretokenized() ? token_ids.size() : texts.size(); }
@@ -43,18 +48,20 @@ struct EmbeddingsRequest {
 // OpenAI `POST /v1/embeddings`: input (string | [string] | [token id] | [[token id]]), model,
 // encoding_format (float, base64, and the quantized int8, uint8, binary, ubinary), dimensions,
 // user (ignored), and our extensions `embedding_types` (Cohere), `truncate`,
-// `truncation_direction` (left | right), `prompt_name`, `input_type`. Checks JSON types
-// and shapes only; what depends on the model (its name, vocabulary, maximum length, dimension)
-// is checked by EmbeddingService. Returns the error to send, or nullopt with *out filled.
+// `truncation_direction` (left | right), `prompt_name`, `input_type`, `priority` (vLLM's). Checks
+// JSON types and shapes only; what depends on the model (its name, vocabulary, maximum length,
+// dimension) is checked by EmbeddingService. Returns the error to send, or nullopt with *out
+// filled.
 std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body, EmbeddingsRequest* out);
 
 // text-embeddings-inference `POST /embed`: {"inputs": str | [str], "normalize": bool = true,
 // "truncate": bool, "truncation_direction": "left" | "right", "prompt_name": str | null,
-// "dimensions": int | null}.
+// "dimensions": int | null, "priority": int (orchid's, as vLLM's)}.
 std::optional<ApiError> ParseTeiEmbedRequest(std::string_view body, EmbeddingsRequest* out);
 
 // text-embeddings-inference `POST /similarity`: {"inputs": {"source_sentence": str,
-// "sentences": [str]}, "parameters": {"truncate", "truncation_direction", "prompt_name"} | null}.
+// "sentences": [str]}, "parameters": {"truncate", "truncation_direction", "prompt_name"} | null,
+// "priority": int (orchid's, as vLLM's; top-level or in parameters)}.
 // *out gets the texts [source_sentence, sentences...] and the parameters.
 std::optional<ApiError> ParseTeiSimilarityRequest(std::string_view body, EmbeddingsRequest* out);
 

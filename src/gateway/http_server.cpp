@@ -33,6 +33,8 @@ constexpr std::chrono::seconds kWriteTimeout{60};
 // After an early error reply (413, 400), how long to keep reading and discarding what the
 // client still sends, so that closing does not reset the connection before it reads the reply.
 constexpr std::chrono::seconds kDrainTimeout{10};
+// What the read that watches for a disconnect while a request is handled may take in at once.
+constexpr size_t kWatchBytes = 4096;
 
 // Shared by the server and every session; outlives the io threads.
 struct ServerState {
@@ -129,7 +131,16 @@ class Session : public std::enable_shared_from_this<Session> {
     if (auto it = req.find(http::field::origin); it != req.end()) {
       request.origin = std::string(it->value());
     }
+    if (auto it = req.find("x-request-timeout"); it != req.end()) {
+      request.request_timeout = std::string(it->value());
+    }
+    if (auto it = req.find("x-stainless-timeout"); it != req.end()) {
+      request.stainless_timeout = std::string(it->value());
+    }
     request.body = std::move(req.body());
+    cancellation_ = std::make_shared<Cancellation>();
+    request.cancellation = cancellation_;
+    replied_ = false;
     stream_.expires_never();  // the handler always replies; the engine has no deadline here
     state_->BeginRequest();
     state_->handler(std::move(request), [self = shared_from_this()](HttpResponse response) {
@@ -137,6 +148,32 @@ class Session : public std::enable_shared_from_this<Session> {
         self->Write(std::move(r), /*counted=*/true);
       });
     });
+    Watch();
+  }
+
+  // While the handler works, a read on the socket: end of stream or a reset means the client
+  // has gone, and the request is cancelled (its queued work is dropped). Bytes that arrive
+  // instead (a pipelined next request) are kept for the next read, and watching stops.
+  void Watch() {
+    watching_ = true;
+    stream_.async_read_some(
+        buffer_.prepare(kWatchBytes),
+        [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnWatch(ec, n); });
+  }
+
+  void OnWatch(beast::error_code ec, size_t n) {
+    watching_ = false;
+    if (!ec) {
+      buffer_.commit(n);
+      if (replied_) ReadHeader();  // else the reply's write goes on to read it
+      return;
+    }
+    if (ec == net::error::operation_aborted) {  // stopped by the reply: read the next request
+      if (replied_ && !closed_) ReadHeader();
+      return;
+    }
+    if (!replied_) cancellation_->Cancel();  // the client is gone; its reply will fail to write
+    if (replied_) Close();
   }
 
   void Write(HttpResponse r, bool counted) {
@@ -153,10 +190,19 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_after(kWriteTimeout);
     http::async_write(stream_, *res,
                       [self = shared_from_this(), res, counted](beast::error_code ec, size_t) {
-                        if (counted) self->state_->EndRequest();
+                        if (counted) {
+                          self->state_->EndRequest();
+                          self->replied_ = true;
+                        }
                         if (ec) return self->Close();
                         if (self->draining_) return self->Drain();
                         if (!res->keep_alive()) return self->Close();
+                        if (self->watching_) {
+                          // The watch read is still pending: stop it; it then reads on.
+                          beast::error_code ignored;
+                          self->stream_.socket().cancel(ignored);
+                          return;
+                        }
                         self->ReadHeader();
                       });
   }
@@ -186,6 +232,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Close() {
+    closed_ = true;
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_.socket().close(ignored);
@@ -199,6 +246,10 @@ class Session : public std::enable_shared_from_this<Session> {
   unsigned version_ = 11;
   bool draining_ = false;
   std::array<char, 16384> drain_buf_{};
+  std::shared_ptr<Cancellation> cancellation_;  // of the request being handled
+  bool watching_ = false;                       // the watch read (Watch()) is pending
+  bool replied_ = true;                         // the current request's reply is written
+  bool closed_ = false;
 };
 
 }  // namespace

@@ -5,6 +5,9 @@
 // answers on its own, without the handler, what it cannot parse: malformed HTTP 400, a body over
 // max_body_bytes 413 (then it drains what the client still sends, so the client sees the
 // answer), oversized headers 431. Idle keep-alive connections close after idle_timeout.
+// While a request is being handled the server watches its connection: when the client closes
+// it or resets it before the reply, the request's Cancellation (HttpRequest::cancellation) is
+// cancelled, so the work queued for it is dropped.
 #pragma once
 
 #include <chrono>

@@ -2,6 +2,8 @@
 
 #include <cctype>
 #include <cstdint>
+#include <limits>
+#include <string>
 
 namespace orchid {
 
@@ -36,6 +38,25 @@ std::optional<ApiError> ParseOptionalString(element value, const char* name,
   }
   *out = std::string(std::string_view(value));
   return std::nullopt;
+}
+
+std::optional<ApiError> ParsePriority(element value, int32_t* out) {
+  constexpr int64_t kMin = std::numeric_limits<int32_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  const std::string range = "priority must be an integer from " + std::to_string(kMin) + " to " +
+                            std::to_string(kMax) + " (lower is served first; default 0)";
+  switch (value.type()) {
+    case element_type::NULL_VALUE:
+      return std::nullopt;
+    case element_type::INT64: {
+      const int64_t v = int64_t(value);
+      if (v < kMin || v > kMax) return ApiError::InvalidRequest(range, "priority");
+      *out = int32_t(v);
+      return std::nullopt;
+    }
+    default:  // a fraction, a string, a bool, or beyond int64 (UINT64 / BIGINT)
+      return ApiError::InvalidRequest(range, "priority");
+  }
 }
 
 std::optional<ApiError> ParseBool(element value, const char* name, bool* out) {

@@ -5,6 +5,7 @@
 
 #include <simdjson.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +26,8 @@ std::optional<ApiError> ParseOptionalString(simdjson::dom::element value, const 
 std::optional<ApiError> ParseBool(simdjson::dom::element value, const char* name, bool* out);
 std::optional<ApiError> ParseBool(simdjson::dom::element value, const char* name,
                                   std::optional<bool>* out);
+// vLLM's "priority": an integer in int32's range (lower is served first); null leaves *out.
+std::optional<ApiError> ParsePriority(simdjson::dom::element value, int32_t* out);
 // "truncation_direction": "left" | "right" (any case, as TEI's Left/Right); null leaves *out.
 std::optional<ApiError> ParseTruncationDirection(simdjson::dom::element value, TruncationSide* out);
 

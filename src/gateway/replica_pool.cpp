@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <thread>
 #include <utility>
@@ -86,6 +87,8 @@ std::vector<std::string> Resolve(const std::string& name, const std::string& por
   return out;
 }
 
+struct ChunkCall;
+
 // One request, split into chunks; answered once.
 struct Job {
   EmbedCallback done;
@@ -94,6 +97,13 @@ struct Job {
   Embeddings out;
   int chunks_left = 0;
   bool finished = false;
+  // The client went away (its HTTP connection closed): every attempt in flight is cancelled and
+  // no new one starts. Guarded by mu, as the attempts' contexts in `calls` are.
+  bool cancelled = false;
+  std::vector<std::weak_ptr<ChunkCall>> calls;
+
+  // Cancels the calls in flight; they end with CANCELLED, which answers the job.
+  void Cancel();
 
   // Called once per chunk (rows at `first`), or with an error. The first error answers the job.
   void ChunkDone(size_t first, Result<Embeddings> part) {
@@ -145,6 +155,15 @@ struct ChunkCall {
   bool any_refused_for_load = false;
 };
 
+void Job::Cancel() {
+  std::lock_guard<std::mutex> lock(mu);
+  if (cancelled || finished) return;
+  cancelled = true;
+  for (const auto& weak : calls) {
+    if (auto call = weak.lock(); call && call->context) call->context->TryCancel();
+  }
+}
+
 }  // namespace
 
 struct ReplicaPool::Impl {
@@ -168,6 +187,15 @@ struct ReplicaPool::Impl {
 
   Counter* chunks_total = nullptr;
   Counter* retries_total = nullptr;
+
+  // Fair-share flows: one per client request, unlikely to meet another gateway's (random base).
+  const uint64_t flow_base =
+      std::random_device{}() * 0x9E3779B97F4A7C15ull ^ uint64_t(std::random_device{}());
+  std::atomic<uint64_t> flows{0};
+  uint64_t NextFlow() {
+    const uint64_t f = flow_base + 0xD1B54A32D192ED03ull * (++flows);
+    return f != 0 ? f : 1;
+  }
 
   std::shared_ptr<const ReplicaList> Snapshot() const {
     std::lock_guard<std::mutex> lock(mu);
@@ -387,10 +415,22 @@ struct ReplicaPool::Impl {
     }
     call->tried.insert(r.get());
     call->replica = r;
-    // A retry is sent from the callback of the attempt before it: that attempt's context is
-    // kept (not destroyed inside its own callback) until the chunk call itself goes.
-    if (call->context) call->spent_contexts.push_back(std::move(call->context));
-    call->context = std::make_unique<grpc::ClientContext>();
+    bool cancelled = false;
+    {
+      // Under the job's lock: Job::Cancel() cancels the context from another thread.
+      std::lock_guard<std::mutex> lock(call->job->mu);
+      cancelled = call->job->cancelled;
+      if (!cancelled) {
+        // A retry is sent from the callback of the attempt before it: that attempt's context is
+        // kept (not destroyed inside its own callback) until the chunk call itself goes.
+        if (call->context) call->spent_contexts.push_back(std::move(call->context));
+        call->context = std::make_unique<grpc::ClientContext>();
+      }
+    }
+    if (cancelled) {
+      call->job->ChunkDone(call->first_row, Status::Cancelled("the client went away"));
+      return;
+    }
     auto timeout = std::chrono::duration_cast<std::chrono::system_clock::duration>(
         options.request_timeout);
     if (call->deadline != Clock::time_point::max()) {
@@ -417,6 +457,9 @@ struct ReplicaPool::Impl {
         *call->score_request.mutable_pairs() = call->request.sequences();
         call->score_request.set_model(call->request.model());
         call->score_request.set_tokenizer_fingerprint(call->request.tokenizer_fingerprint());
+        call->score_request.set_priority(call->request.priority());
+        call->score_request.set_request_class(call->request.request_class());
+        call->score_request.set_flow(call->request.flow());
       }
       call->score_response.Clear();
       r->stub->async()->Score(call->context.get(), &call->score_request, &call->score_response,
@@ -452,13 +495,24 @@ struct ReplicaPool::Impl {
       call->tried.erase(&r);
       return Send(call);
     }
+    if (s.error_code() == grpc::StatusCode::CANCELLED) {
+      bool ours = false;
+      {
+        std::lock_guard<std::mutex> lock(call->job->mu);
+        ours = call->job->cancelled;
+      }
+      if (ours) {  // the client went away: not the replica's fault, nothing to retry
+        call->job->ChunkDone(call->first_row, Status::Cancelled("the client went away"));
+        return;
+      }
+    }
     CountError(r, s.error_code());
     const bool stopping_now = [&] {
       std::lock_guard<std::mutex> lock(mu);
       return cancelling;
     }();
-    // CANCELLED is never ours unless the pool is stopping (its only TryCancel): it is the
-    // worker's side, e.g. a call that reached a worker as its server was shutting down.
+    // CANCELLED is not ours unless the pool is stopping (or the job was cancelled, above): it
+    // is the worker's side, e.g. a call that reached a worker as its server was shutting down.
     const bool transport = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
                            s.error_code() == grpc::StatusCode::CANCELLED;
     if (transport && !stopping_now) {
@@ -550,6 +604,15 @@ void ReplicaPool::Embed(EmbedRequest request, EmbedCallback done) {
     if (--impl->jobs == 0) impl->jobs_cv.notify_all();
   };
   job->rows = int(request.sequences.size());
+  // Every chunk carries the request's class (decided here, on the whole request: a small last
+  // chunk of bulk work is still bulk), its priority, and one flow, so that workers share out
+  // bulk work by client request, not by chunk.
+  Scheduling& sched = request.scheduling;
+  int64_t total_tokens = 0;
+  for (const auto& seq : request.sequences) total_tokens += int64_t(seq.size());
+  sched.request_class =
+      Classify(sched.request_class, request.sequences.size(), total_tokens, impl_->options.query);
+  sched.flow = impl_->NextFlow();
   // Whole sequences, in order, until a chunk would pass chunk_tokens.
   std::vector<std::shared_ptr<ChunkCall>> chunks;
   size_t i = 0;
@@ -557,11 +620,14 @@ void ReplicaPool::Embed(EmbedRequest request, EmbedCallback done) {
     auto call = std::make_shared<ChunkCall>();
     call->job = job;
     call->first_row = i;
-    call->deadline = request.deadline;
+    call->deadline = sched.deadline;
     EmbedRequest part;
     part.pooling = request.pooling;
     part.normalize = request.normalize;
     part.dimensions = request.dimensions;
+    part.scheduling.priority = sched.priority;
+    part.scheduling.request_class = sched.request_class;
+    part.scheduling.flow = sched.flow;
     const bool typed = !request.token_type_ids.empty();
     while (i < request.sequences.size()) {
       const int64_t n = int64_t(request.sequences[i].size());
@@ -580,7 +646,16 @@ void ReplicaPool::Embed(EmbedRequest request, EmbedCallback done) {
     chunks.push_back(std::move(call));
   }
   job->chunks_left = int(chunks.size());
+  for (const auto& c : chunks) job->calls.push_back(c);
   if (impl_->chunks_total != nullptr) impl_->chunks_total->Inc(double(chunks.size()));
+  if (sched.cancellation != nullptr) {
+    // Cancel the worker calls when the client goes away (at once if it already has). The job
+    // may be answered and gone by then: hold it weakly.
+    std::weak_ptr<Job> weak = job;
+    sched.cancellation->OnCancel([weak] {
+      if (auto j = weak.lock()) j->Cancel();
+    });
+  }
   for (auto& c : chunks) impl_->Send(std::move(c));
 }
 

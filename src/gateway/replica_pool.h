@@ -9,6 +9,12 @@
 // one refused for load (RESOURCE_EXHAUSTED) tries every other healthy replica before the request
 // gets ResourceExhausted (HTTP 429). No healthy replica → Unavailable (503).
 //
+// Every chunk carries the request's priority, its class (query or bulk, decided on the whole
+// request) and one fair-share flow, so each worker puts query chunks ahead of bulk ones and
+// shares out bulk work by client request. When the request's Cancellation fires (its client
+// went away), its calls in flight are cancelled and the request fails with Cancelled; its
+// deadline is each call's gRPC deadline.
+//
 // A health thread asks every replica for Health (and, when it first answers, Info) every
 // health_interval: replicas leave and rejoin on their own. Replicas come from a static list,
 // or from a DNS name re-resolved every dns_interval (a Kubernetes headless Service).
@@ -40,6 +46,7 @@ struct ReplicaPoolOptions {
   std::chrono::milliseconds request_timeout{120000};  // deadline of one chunk call
   int64_t chunk_tokens = 8192;
   uint64_t tokenizer_fingerprint = 0;  // the gateway's tokenizer; 0 = do not check
+  QueryThresholds query;  // what makes a request without a class a query (sent with each chunk)
   int max_message_bytes = 256 << 20;
   MetricsRegistry* metrics = nullptr;
   MetricLabels metric_labels;  // on every metric (model="…" when a gateway has several pools)

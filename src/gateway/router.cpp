@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <string_view>
@@ -110,6 +111,43 @@ bool SameAuthorization(std::string_view given, std::string_view expected) {
     diff |= unsigned(g ^ e);
   }
   return diff == 0;
+}
+
+// A timeout header's value: seconds, a positive finite number ("30", "2.5", "600.0").
+std::optional<double> TimeoutSeconds(const std::string& value) {
+  if (value.empty() || value.size() > 32) return std::nullopt;
+  char* end = nullptr;
+  const double s = std::strtod(value.c_str(), &end);
+  while (end != nullptr && (*end == ' ' || *end == '\t')) ++end;
+  if (end == value.c_str() || end == nullptr || *end != '\0' || !std::isfinite(s) || s <= 0) {
+    return std::nullopt;
+  }
+  return s;
+}
+
+// The request's deadline from its timeout headers (max(): none), or the 400 to send.
+std::optional<ApiError> ClientDeadline(const HttpRequest& request,
+                                       std::chrono::steady_clock::time_point* deadline) {
+  using Clock = std::chrono::steady_clock;
+  *deadline = Clock::time_point::max();
+  // Over ~30 years counts as none (and keeps now + timeout from overflowing).
+  constexpr double kNever = 1e9;
+  auto apply = [&](double seconds) {
+    if (seconds >= kNever) return;
+    *deadline = std::min(*deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                       std::chrono::duration<double>(seconds)));
+  };
+  if (!request.request_timeout.empty()) {
+    const std::optional<double> s = TimeoutSeconds(request.request_timeout);
+    if (!s) {
+      return ApiError::InvalidRequest(
+          "X-Request-Timeout must be a positive number of seconds, e.g. 30 or 2.5",
+          "X-Request-Timeout", "invalid_request_timeout");
+    }
+    apply(*s);
+  }
+  if (const std::optional<double> s = TimeoutSeconds(request.stainless_timeout)) apply(*s);
+  return std::nullopt;
 }
 
 HttpResponse InternalError(const std::exception& e) {
@@ -268,15 +306,24 @@ void Router::Route(HttpRequest request, const Reply& reply) {
   if (path == "/decode") {
     return reply(HandleDecode(service_->tokenizer(), request.body, kMaxClientBatchSize));
   }
-  if (path == "/embed") return TeiEmbed(std::move(request.body), reply);
-  if (path == "/similarity") return TeiSimilarity(std::move(request.body), reply);
-  if (path == "/predict") return TeiPredict(std::move(request.body), reply);
-  if (path == "/rerank") return Score(ScoreRoute::kTei, std::move(request.body), reply);
-  if (path == "/v1/rerank") return Score(ScoreRoute::kRerank, std::move(request.body), reply);
-  if (path == "/v1/score" || path == "/score") {
-    return Score(ScoreRoute::kScore, std::move(request.body), reply);
+  // The routes below run the engine: the client's deadline and connection go with them.
+  Scheduling client;
+  client.cancellation = request.cancellation;
+  if (auto err = ClientDeadline(request, &client.deadline)) {
+    const bool tei =
+        path == "/embed" || path == "/similarity" || path == "/predict" || path == "/rerank";
+    return reply(tei ? TeiErrorResponse(*err) : ErrorResponse(*err));
   }
-  return Embeddings(std::move(request.body), reply);
+  std::string body = std::move(request.body);
+  if (path == "/embed") return TeiEmbed(std::move(body), client, reply);
+  if (path == "/similarity") return TeiSimilarity(std::move(body), client, reply);
+  if (path == "/predict") return TeiPredict(std::move(body), client, reply);
+  if (path == "/rerank") return Score(ScoreRoute::kTei, std::move(body), client, reply);
+  if (path == "/v1/rerank") return Score(ScoreRoute::kRerank, std::move(body), client, reply);
+  if (path == "/v1/score" || path == "/score") {
+    return Score(ScoreRoute::kScore, std::move(body), client, reply);
+  }
+  return Embeddings(std::move(body), client, reply);
 }
 
 const RoutedModel* Router::Select(const std::optional<std::string>& name, ApiError* error) const {
@@ -296,7 +343,14 @@ const RoutedModel* Router::Select(const std::optional<std::string>& name, ApiErr
   return nullptr;
 }
 
-void Router::Score(ScoreRoute route, std::string body, const Reply& reply) {
+// The body's priority with the HTTP request's deadline and cancellation.
+static void AddClient(const Scheduling& client, Scheduling* s) {
+  s->deadline = client.deadline;
+  s->cancellation = client.cancellation;
+}
+
+void Router::Score(ScoreRoute route, std::string body, const Scheduling& client,
+                   const Reply& reply) {
   const bool tei = route == ScoreRoute::kTei;
   // TEI's error shape (an over-long input is a 413 there), the others OpenAI's.
   auto error_reply = [tei](ApiError e) { return tei ? TeiErrorResponse(e) : ErrorResponse(e); };
@@ -316,6 +370,7 @@ void Router::Score(ScoreRoute route, std::string body, const Reply& reply) {
   if (err) return reply(error_reply(std::move(*err)));
   body.clear();
   body.shrink_to_fit();
+  AddClient(client, &request.scheduling);
   ApiError not_found;
   const RoutedModel* model = Select(request.model, &not_found);
   if (model == nullptr) return reply(error_reply(std::move(not_found)));
@@ -378,11 +433,12 @@ static std::optional<ApiError> NotAnEmbedder(const EmbeddingService& service) {
       "model", "model_not_an_embedder");
 }
 
-void Router::Embeddings(std::string body, const Reply& reply) {
+void Router::Embeddings(std::string body, const Scheduling& client, const Reply& reply) {
   EmbeddingsRequest request;
   if (auto err = ParseOpenAiEmbeddingsRequest(body, &request)) return reply(ErrorResponse(*err));
   body.clear();
   body.shrink_to_fit();
+  AddClient(client, &request.scheduling);
   if (auto e = TooManyInputs(request)) return reply(ErrorResponse(*e));
   ApiError not_found;
   const RoutedModel* model = Select(request.model, &not_found);
@@ -404,9 +460,10 @@ void Router::Embeddings(std::string body, const Reply& reply) {
   });
 }
 
-void Router::TeiEmbed(std::string body, const Reply& reply) {
+void Router::TeiEmbed(std::string body, const Scheduling& client, const Reply& reply) {
   EmbeddingsRequest request;
   if (auto err = ParseTeiEmbedRequest(body, &request)) return reply(TeiErrorResponse(*err));
+  AddClient(client, &request.scheduling);
   if (auto e = TooManyInputs(request)) return reply(TeiErrorResponse(*e));
   if (auto e = NotAnEmbedder(*service_)) return reply(TeiErrorResponse(*e));
   service_->Embed(std::move(request), [reply](EmbeddingReply result) {
@@ -421,9 +478,10 @@ void Router::TeiEmbed(std::string body, const Reply& reply) {
   });
 }
 
-void Router::TeiSimilarity(std::string body, const Reply& reply) {
+void Router::TeiSimilarity(std::string body, const Scheduling& client, const Reply& reply) {
   EmbeddingsRequest request;
   if (auto err = ParseTeiSimilarityRequest(body, &request)) return reply(TeiErrorResponse(*err));
+  AddClient(client, &request.scheduling);
   if (auto e = TooManyInputs(request)) return reply(TeiErrorResponse(*e));
   if (auto e = NotAnEmbedder(*service_)) return reply(TeiErrorResponse(*e));
   service_->Embed(std::move(request), [reply](EmbeddingReply result) {
@@ -452,12 +510,13 @@ void Router::TeiSimilarity(std::string body, const Reply& reply) {
   });
 }
 
-void Router::TeiPredict(std::string body, const Reply& reply) {
+void Router::TeiPredict(std::string body, const Scheduling& client, const Reply& reply) {
   auto error_reply = [](ApiError e) { return TeiErrorResponse(e); };
   PredictRequest request;
   if (auto err = ParsePredictRequest(body, &request)) return reply(error_reply(std::move(*err)));
   body.clear();
   body.shrink_to_fit();
+  AddClient(client, &request.scheduling);
   ApiError not_found;
   const RoutedModel* model = Select(request.model, &not_found);
   if (model == nullptr) return reply(error_reply(std::move(not_found)));

@@ -25,6 +25,10 @@
 // Several models can be served at once: the request's `model` field picks one (absent: the
 // first); an unknown name answers 404 listing the served names. /embed, /tokenize and /decode
 // (no model field in TEI) use the first model.
+// Requests that reach the engine take vLLM's `priority` (lower first) in their body, and a
+// deadline from X-Request-Timeout or X-Stainless-Timeout (seconds; the sooner of the two): work
+// not started by then is dropped and answered 504. A malformed X-Request-Timeout is a 400 (a
+// malformed X-Stainless-Timeout, sent by a client library, is ignored).
 // Unknown paths answer 404, known paths with another method 405, always with a JSON error body.
 // Thread safety: Handle() may be called from many threads; call it from a worker pool (it
 // parses JSON and tokenizes on the calling thread).
@@ -32,6 +36,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -50,6 +55,12 @@ struct HttpRequest {
   std::string body;
   std::string authorization;  // the Authorization header, if any
   std::string origin;         // the Origin header, if any (browsers' cross-origin requests)
+  // The client's timeout in seconds: X-Request-Timeout (orchid's), X-Stainless-Timeout (what
+  // OpenAI's Python client sends by default). Work not started by then is dropped (504).
+  std::string request_timeout;
+  std::string stainless_timeout;
+  // Cancelled by the HTTP server when the client disconnects before its reply (null: never).
+  std::shared_ptr<const Cancellation> cancellation;
 };
 
 struct HttpResponse {
@@ -93,12 +104,13 @@ class Router {
 
  private:
   void Route(HttpRequest request, const Reply& reply);
-  void Embeddings(std::string body, const Reply& reply);
-  void TeiEmbed(std::string body, const Reply& reply);
-  void TeiSimilarity(std::string body, const Reply& reply);
-  void TeiPredict(std::string body, const Reply& reply);
+  // `client`: the deadline and cancellation of the HTTP request, for the engine's scheduler.
+  void Embeddings(std::string body, const Scheduling& client, const Reply& reply);
+  void TeiEmbed(std::string body, const Scheduling& client, const Reply& reply);
+  void TeiSimilarity(std::string body, const Scheduling& client, const Reply& reply);
+  void TeiPredict(std::string body, const Scheduling& client, const Reply& reply);
   enum class ScoreRoute { kTei, kRerank, kScore };
-  void Score(ScoreRoute route, std::string body, const Reply& reply);
+  void Score(ScoreRoute route, std::string body, const Scheduling& client, const Reply& reply);
   HttpResponse Models() const;
   HttpResponse Model(const std::string& id) const;  // GET /v1/models/{id}
   void WriteModel(const RoutedModel& m, JsonWriter* w) const;

@@ -90,6 +90,8 @@ bool ParseCommonField(std::string_view key, element value, ScoreRequest* out,
     *err = ParseTruncationDirection(value, &out->truncation_direction);
   } else if (key == "raw_scores") {
     *err = ParseBool(value, "raw_scores", &out->raw_scores);
+  } else if (key == "priority") {
+    *err = ParsePriority(value, &out->scheduling.priority);
   } else {
     return false;
   }
@@ -341,6 +343,8 @@ std::optional<ApiError> ParsePredictRequest(std::string_view body, PredictReques
       if ((err = ParseTruncationDirection(value, &out->truncation_direction))) return err;
     } else if (key == "raw_scores") {
       if ((err = ParseBool(value, "raw_scores", &out->raw_scores))) return err;
+    } else if (key == "priority") {
+      if ((err = ParsePriority(value, &out->scheduling.priority))) return err;
     }
   }
   if (!has_inputs) return ApiError::InvalidRequest("inputs is required", "inputs");

@@ -11,8 +11,8 @@
 //                     score}], usage}
 //
 // Every route also takes `instruction` (Qwen3-Reranker's <Instruct>), `truncate`,
-// `truncation_direction` and `raw_scores`. Parsers check JSON types and shapes only; what
-// depends on the model is checked by ScoreService. Thread safety: free functions.
+// `truncation_direction`, `raw_scores` and `priority` (vLLM's). Parsers check JSON types and shapes
+// only; what depends on the model is checked by ScoreService. Thread safety: free functions.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,7 @@
 
 #include "gateway/api_error.h"
 #include "tokenizer/tokenizer.h"
+#include "worker/scheduling.h"
 
 namespace orchid {
 
@@ -39,6 +40,8 @@ struct ScoreRequest {
   bool return_text = false;                   // include each document's text in the reply
   std::optional<int64_t> top_n;               // /v1/rerank: only the best N results
   std::string documents_field = "documents";  // how errors name a document: texts, text_2
+  // `priority` from the body; the router adds the deadline and the connection's cancellation.
+  Scheduling scheduling;
 
   size_t num_pairs() const { return documents.size(); }
   const std::string& query(size_t i) const { return queries.size() == 1 ? queries[0] : queries[i]; }
@@ -74,6 +77,7 @@ struct PredictRequest {
   std::optional<bool> truncate;  // unset: the server's --auto-truncate
   TruncationSide truncation_direction = TruncationSide::kRight;
   bool raw_scores = false;  // logits instead of probabilities
+  Scheduling scheduling;    // as ScoreRequest's
 
   size_t size() const { return first.size(); }
 };

@@ -124,8 +124,9 @@ std::optional<ApiError> ScoreService::EncodeInput(const PredictRequest& request,
   return std::nullopt;
 }
 
-void ScoreService::Run(size_t n, const EncodeFn& encode, RowsDone done) {
+void ScoreService::Run(size_t n, const EncodeFn& encode, Scheduling scheduling, RowsDone done) {
   EmbedRequest job;
+  job.scheduling = std::move(scheduling);
   job.pooling = backend_->model_info().default_pooling;
   job.normalize = false;
   job.sequences.resize(n);
@@ -204,6 +205,7 @@ void ScoreService::Score(ScoreRequest request, std::function<void(ScoreReply)> d
   auto shared = std::make_shared<ScoreRequest>(std::move(request));
   Run(
       n, [this, shared](size_t i, Encoding* e) { return EncodePair(*shared, i, e); },
+      shared->scheduling,
       [shared, done = std::move(done), raw, n](std::optional<ApiError> error, Embeddings m,
                                                int64_t tokens) {
         ScoreReply reply;
@@ -253,6 +255,7 @@ void ScoreService::Predict(PredictRequest request, std::function<void(PredictRep
   auto shared = std::make_shared<PredictRequest>(std::move(request));
   Run(
       n, [this, shared](size_t i, Encoding* e) { return EncodeInput(*shared, i, e); },
+      shared->scheduling,
       [done = std::move(done), activation, n, labels](std::optional<ApiError> error, Embeddings m,
                                                       int64_t tokens) {
         PredictReply reply;

@@ -96,7 +96,7 @@ class ScoreService {
   // Encodes inputs [0, n) with `encode` (in up to parallelism_ slices), runs them through the
   // backend as one job, and calls `done` with the [n, num_labels] logit rows or the error:
   // inline when refused before queueing, else on the completions executor.
-  void Run(size_t n, const EncodeFn& encode, RowsDone done);
+  void Run(size_t n, const EncodeFn& encode, Scheduling scheduling, RowsDone done);
   const Tokenizer* tokenizer_;
   EmbedBackend* backend_;
   std::string model_name_;

@@ -128,7 +128,38 @@ Status SequencesFromProto(const google::protobuf::RepeatedPtrField<v1::Sequence>
   return Status::Ok();
 }
 
+// Priority, class and flow (the deadline and cancellation come from the call, not the message).
+Status SchedulingFromProto(int32_t priority, v1::RequestClass c, uint64_t flow, Scheduling* out) {
+  out->priority = priority;
+  out->flow = flow;
+  switch (c) {
+    case v1::REQUEST_CLASS_UNSPECIFIED:
+      out->request_class = RequestClass::kAuto;
+      return Status::Ok();
+    case v1::REQUEST_CLASS_QUERY:
+      out->request_class = RequestClass::kQuery;
+      return Status::Ok();
+    case v1::REQUEST_CLASS_BULK:
+      out->request_class = RequestClass::kBulk;
+      return Status::Ok();
+    default:
+      return Status::InvalidArgument("unknown request_class " + std::to_string(int(c)));
+  }
+}
+
 }  // namespace
+
+v1::RequestClass ToProto(RequestClass c) {
+  switch (c) {
+    case RequestClass::kQuery:
+      return v1::REQUEST_CLASS_QUERY;
+    case RequestClass::kBulk:
+      return v1::REQUEST_CLASS_BULK;
+    case RequestClass::kAuto:
+      break;
+  }
+  return v1::REQUEST_CLASS_UNSPECIFIED;
+}
 
 Status FromProto(const v1::EmbedRequest& in, const WorkerModel& model, EmbedRequest* out,
                  int64_t* tokens) {
@@ -145,6 +176,8 @@ Status FromProto(const v1::EmbedRequest& in, const WorkerModel& model, EmbedRequ
   ORCHID_ASSIGN_OR_RETURN(out->pooling, FromProto(in.pooling(), model.info.default_pooling));
   out->normalize = in.has_normalize() ? in.normalize() : model.info.default_normalize;
   out->dimensions = int(in.dimensions());
+  ORCHID_RETURN_IF_ERROR(
+      SchedulingFromProto(in.priority(), in.request_class(), in.flow(), &out->scheduling));
   return SequencesFromProto(in.sequences(), model, out, tokens);
 }
 
@@ -158,6 +191,8 @@ Status FromProto(const v1::ScoreRequest& in, const WorkerModel& model, EmbedRequ
   out->pooling = model.info.default_pooling;
   out->normalize = false;
   out->dimensions = 0;
+  ORCHID_RETURN_IF_ERROR(
+      SchedulingFromProto(in.priority(), in.request_class(), in.flow(), &out->scheduling));
   return SequencesFromProto(in.pairs(), model, out, tokens);
 }
 
@@ -177,6 +212,9 @@ void ToProto(EmbedRequest&& in, v1::EmbedRequest* out) {
   out->set_pooling(ToProto(in.pooling));
   out->set_normalize(in.normalize);
   out->set_dimensions(uint32_t(in.dimensions));
+  out->set_priority(in.scheduling.priority);
+  out->set_request_class(ToProto(in.scheduling.request_class));
+  out->set_flow(in.scheduling.flow);
 }
 
 void ToProto(const Embeddings& in, v1::EmbedResponse* out) {

@@ -22,6 +22,8 @@ v1::Pooling ToProto(Pooling p);
 // POOLING_UNSPECIFIED → `fallback`. InvalidArgument for values this build does not know.
 Result<Pooling> FromProto(v1::Pooling p, Pooling fallback);
 
+v1::RequestClass ToProto(RequestClass c);
+
 // What a worker checks an incoming request against.
 struct WorkerModel {
   std::string name;
@@ -32,10 +34,12 @@ struct WorkerModel {
 
 // Validates `in` against the model (non-empty sequences within the maximum, ids in the
 // vocabulary, dimensions within the width, matching model name and tokenizer when given) and
-// fills `out`, moving the token ids. `*tokens` gets the request's token count.
+// fills `out` (priority, class and flow included), moving the token ids. `*tokens` gets the
+// request's token count.
 Status FromProto(const v1::EmbedRequest& in, const WorkerModel& model, EmbedRequest* out,
                  int64_t* tokens);
-// Moves the sequences of `in` into the message (the gateway side).
+// Moves the sequences of `in` into the message, with its priority, class and flow (the gateway
+// side; the deadline goes as the call's).
 void ToProto(EmbedRequest&& in, v1::EmbedRequest* out);
 
 // A Score call for a scorer: the pairs as sequences (with their token types), the model's

@@ -118,8 +118,10 @@ class Service final : public v1::Worker::CallbackService {
       finish(ToGrpc(st));
       return reactor;
     }
-    job.deadline = SteadyDeadline(ctx);
-    job.cancelled = [ctx] { return ctx->IsCancelled(); };
+    job.scheduling.deadline = SteadyDeadline(ctx);
+    // Polled by the scheduler while the call waits (the reactor, and so ctx, outlives that).
+    job.scheduling.cancellation =
+        std::make_shared<Cancellation>([ctx] { return ctx->IsCancelled(); });
     const Status st = scheduler_->Enqueue(
         std::move(job), [tokens, finish, fill = std::move(fill)](Result<Embeddings> rows) {
           if (!rows.ok()) return finish(ToGrpc(rows.status()));
@@ -149,7 +151,7 @@ class Service final : public v1::Worker::CallbackService {
 class StreamReactor final : public grpc::ServerBidiReactor<v1::EmbedRequest, v1::EmbedResponse> {
  public:
   StreamReactor(Service* service, grpc::CallbackServerContext* ctx)
-      : service_(service), ctx_(ctx), cancelled_(std::make_shared<std::atomic<bool>>(false)) {
+      : service_(service), ctx_(ctx), cancelled_(std::make_shared<Cancellation>()) {
     StartRead(&request_);
   }
 
@@ -172,9 +174,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<v1::EmbedRequest, v1:
     Status st = service_->draining() ? Status::Unavailable("the worker is shutting down")
                                      : FromProto(request_, service_->model(), &job, &tokens);
     if (st.ok()) {
-      job.deadline = SteadyDeadline(ctx_);
-      auto cancelled = cancelled_;
-      job.cancelled = [cancelled] { return cancelled->load(); };
+      job.scheduling.deadline = SteadyDeadline(ctx_);
+      job.scheduling.cancellation = cancelled_;
       st = service_->scheduler()->Enqueue(
           std::move(job), [this, id, tokens, start](Result<Embeddings> rows) {
             Complete(id, tokens, start, std::move(rows));
@@ -202,7 +203,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<v1::EmbedRequest, v1:
     }
   }
 
-  void OnCancel() override { cancelled_->store(true); }
+  void OnCancel() override { cancelled_->Cancel(); }
 
   void OnDone() override { delete this; }
 
@@ -237,12 +238,12 @@ class StreamReactor final : public grpc::ServerBidiReactor<v1::EmbedRequest, v1:
   void MaybeFinishLocked() {
     if (finished_ || !reads_done_ || outstanding_ > 0 || writing_) return;
     finished_ = true;
-    Finish(cancelled_->load() ? grpc::Status::CANCELLED : grpc::Status::OK);
+    Finish(cancelled_->cancelled() ? grpc::Status::CANCELLED : grpc::Status::OK);
   }
 
   Service* service_;
   grpc::CallbackServerContext* ctx_;
-  std::shared_ptr<std::atomic<bool>> cancelled_;
+  std::shared_ptr<Cancellation> cancelled_;
   v1::EmbedRequest request_;  // the read in progress; only the reading side touches it
 
   std::mutex mu_;

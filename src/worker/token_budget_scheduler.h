@@ -1,11 +1,26 @@
 // TokenBudgetScheduler: the worker's request pool and batcher, in front of one Engine.
 //
-// Requests (token-id sequences + pooling + normalise flag) join a queue. One scheduler thread
-// owns all queue state; Enqueue() and engine completions only post commands to it. While the
-// engine is busy, requests accumulate; when a batch slot is free the scheduler takes sequences
-// in arrival order until max_batch_tokens (a request's sequences may span several batches),
-// submits the RaggedBatch and, up to max_batches_in_flight, builds the next batch while the
-// previous one runs. Rows come back to each request in its sequence order.
+// Requests (token-id sequences + pooling + normalise flag + Scheduling) join a queue. One
+// scheduler thread owns all queue state; Enqueue() and engine completions only post commands to
+// it. While the engine is busy, requests accumulate; when a batch may be launched the scheduler
+// takes sequences (a request's sequences may span several batches), submits the RaggedBatch and
+// builds the next while the previous one runs. Rows come back to each request in its sequence
+// order. Two policies:
+//
+//   kPriority (the default)  Requests are ordered by priority (lower first), then class:
+//     queries (small requests, or marked so) go ahead of bulk work, first come first served
+//     among themselves; bulk requests of one priority share the engine by tokens, flow by flow
+//     (start-time fair queueing: each flow's turn is the tokens it has had, and a newcomer
+//     starts level with the least served). With a batch-time target, a batch of bulk work
+//     holds only as many tokens as the engine runs in that time at its observed rate, and the
+//     next bulk batch is queued behind a running one only in its last tenth, so a query that
+//     arrives waits about one such batch. A batch that starts with queries holds queries only,
+//     up to max_batch_tokens.
+//   kFcfs  Sequences in arrival order up to max_batch_tokens per batch, max_batches_in_flight
+//     on the engine (the behaviour before priorities; kept for comparison).
+//
+// Either way, every launch first drops the unbatched sequences of requests that were cancelled
+// or whose deadline passed, failing them once (Cancelled / DeadlineExceeded).
 //
 // Thread safety: every public method may be called from any thread. Callbacks run on the
 // scheduler thread, exactly once per accepted request; they must be quick (hand real work to
@@ -19,6 +34,7 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -27,6 +43,7 @@
 #include "core/metrics.h"
 #include "core/status.h"
 #include "engine/engine.h"
+#include "worker/scheduling.h"
 
 namespace orchid {
 
@@ -40,11 +57,8 @@ struct EmbedRequest {
   // Matryoshka: keep the first `dimensions` values of each row, then L2-normalise them
   // (0 = the whole row). At most the model's output width (ModelInfo::output_dim()).
   int dimensions = 0;
-  // Sequences not yet put in a batch when the deadline passes, or when `cancelled` (polled by
-  // the scheduler thread, so it must be thread-safe) says so, are dropped and the request fails
-  // with DeadlineExceeded or Cancelled.
-  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-  std::function<bool()> cancelled;
+  // Priority, class, fair-share flow, deadline and cancellation (see scheduling.h).
+  Scheduling scheduling;
 };
 
 // Keeps the first `dims` values of every row and L2-normalises them (rows of norm zero stay
@@ -58,9 +72,15 @@ using EmbedCallback = std::function<void(Result<Embeddings>)>;
 struct SchedulerMetrics {
   Histogram* batch_sequences = nullptr;  // sequences per engine batch
   Histogram* batch_tokens = nullptr;     // tokens per engine batch
-  Histogram* queue_seconds = nullptr;    // enqueue → the request's first sequence is batched
+  // Enqueue → the request's first sequence is batched, by class.
+  Histogram* queue_seconds_query = nullptr;
+  Histogram* queue_seconds_bulk = nullptr;
   Histogram* engine_seconds = nullptr;   // submit → the batch's result is ready
-  Counter* dropped_sequences = nullptr;  // dropped unscheduled (deadline, cancel, shutdown)
+  Histogram* batch_seconds = nullptr;    // the engine's time on one batch: start → ready
+  // Sequences dropped before reaching a batch, by reason.
+  Counter* cancelled_sequences = nullptr;
+  Counter* expired_sequences = nullptr;   // deadline passed
+  Counter* shutdown_sequences = nullptr;  // the server stopped before they ran
 };
 
 // Registers the scheduler's histograms and counters (orchid_scheduler_*) in `registry`, with
@@ -68,12 +88,22 @@ struct SchedulerMetrics {
 SchedulerMetrics RegisterSchedulerMetrics(MetricsRegistry* registry,
                                           const MetricLabels& labels = {});
 
+enum class SchedulingPolicy : uint8_t { kPriority, kFcfs };
+
 struct TokenBudgetSchedulerOptions {
   int max_batch_tokens = 16384;        // token budget of one engine batch
   int64_t max_queued_tokens = 262144;  // tokens waiting for a batch; beyond → ResourceExhausted
   int max_batches_in_flight = 2;       // submitted to the engine and not yet routed back
   int max_batch_sequences = 0;         // sequences per batch; 0 = no limit besides tokens
   SchedulerMetrics metrics;
+  SchedulingPolicy policy = SchedulingPolicy::kPriority;
+  // kPriority: the engine time a batch of bulk work should take (see above); zero = no bound
+  // (bulk batches up to max_batch_tokens). The CLI measures a default (batch_calibration.h).
+  std::chrono::microseconds max_batch_time{0};
+  // The engine's speed at start, in seconds per token (from the calibration); 0 = unknown: the
+  // first bulk batch is one sequence, and the rate is learned from the batches that run.
+  double initial_seconds_per_token = 0;
+  QueryThresholds query;  // what makes a request of class kAuto a query
 };
 
 class TokenBudgetScheduler {
@@ -115,25 +145,47 @@ class TokenBudgetScheduler {
   int64_t queued_requests() const;
   // Batches submitted to the engine and not yet routed back.
   int batches_in_flight() const;
+  // The token budget of the next bulk batch (max_batch_tokens without a batch-time target).
+  int bulk_batch_tokens() const;
   // Adds gauges read from this scheduler at scrape time (queue tokens and requests, batches in
-  // flight) to `registry`; the scheduler must outlive every later Render().
+  // flight, the batch-time target and the bulk batch budget) to `registry`; the scheduler must
+  // outlive every later Render().
   void ExportGauges(MetricsRegistry* registry, const MetricLabels& labels = {}) const;
 
  private:
+  using Clock = std::chrono::steady_clock;
   struct Entry;
   struct Slice {  // sequences [first, first + count) of one entry, in one batch
     std::shared_ptr<Entry> entry;
     size_t first = 0;
     size_t count = 0;
   };
+  struct BatchTiming {  // written by the engine's completion callback, under mu_
+    Clock::time_point ready_at;
+  };
   struct InFlight {
     LazyResult result;
     std::vector<Slice> slices;
+    int64_t tokens = 0;
+    bool bulk = false;  // held bulk work (sized by the batch-time target)
+    Clock::time_point submitted_at;
+    double estimated_seconds = 0;
+    std::shared_ptr<BatchTiming> timing;
   };
-  void RunScheduler();  // the scheduler thread: owns pending_ and in_flight_
+  void RunScheduler();  // the scheduler thread: owns pending_, in_flight_ and the rate
+  // Moves arrivals into pending_ (classifying them, and starting new bulk flows level with the
+  // least served flow of their priority).
+  void Admit(std::shared_ptr<Entry> entry);
+  // Fails and removes every pending request that was cancelled or whose deadline passed.
+  void DropAbandoned(Clock::time_point now);
+  // Whether the next batch may go now; if it may later, *wake_at is when.
+  bool MayLaunch(Clock::time_point now, Clock::time_point* wake_at) const;
   void LaunchBatch();
   void FailPending(const Status& status);
   void RouteFront();
+  int BulkBudget() const;  // tokens of the next bulk batch
+  // Removes a failed or wholly batched entry from pending_ (and its flow when it was the last).
+  void Retire(size_t index);
 
   Engine* const engine_;
   const TokenBudgetSchedulerOptions options_;
@@ -149,14 +201,23 @@ class TokenBudgetScheduler {
   int64_t queued_tokens_ = 0;
   int64_t queued_requests_ = 0;  // accepted, not yet wholly batched or failed
   int batches_in_flight_ = 0;
+  int bulk_budget_ = 0;  // BulkBudget(), for readers on other threads
   bool stopping_ = false;
   // When stopping: the time after which waiting requests are failed (max() = never).
   std::chrono::steady_clock::time_point drain_deadline_ =
       std::chrono::steady_clock::time_point::max();
 
   // Owned by the scheduler thread alone.
-  std::deque<std::shared_ptr<Entry>> pending_;
+  std::vector<std::shared_ptr<Entry>> pending_;  // in arrival order
   std::deque<InFlight> in_flight_;
+  uint64_t arrivals_ = 0;
+  // Bulk fair share: each flow's turn (tokens it has had, from its start), by (priority, flow).
+  std::map<std::pair<int32_t, uint64_t>, double> flow_turn_;
+  std::map<std::pair<int32_t, uint64_t>, int> flow_entries_;  // pending entries per flow
+  uint64_t next_own_flow_ = 0;          // flows for requests without one (counting down from max)
+  double seconds_per_token_ = 0;        // observed engine rate (EWMA); 0 = unknown
+  int last_bulk_tokens_ = 0;            // tokens of the last bulk batch (its rate updates the EWMA)
+  Clock::time_point front_started_at_;  // when in_flight_.front() began on the engine
 
   std::mutex shutdown_mu_;  // serialises Shutdown() callers
   std::thread scheduler_;

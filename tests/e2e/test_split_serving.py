@@ -5,9 +5,7 @@ once it restarts (also with each worker in its own network namespace, at its own
 real hosts would be); SIGTERM on a worker lets its in-flight requests complete; 429 on overload
 and 503 with no healthy worker, with JSON bodies; every /metrics passes `promtool check metrics`."""
 import os
-import re
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -17,65 +15,8 @@ import numpy as np
 import pytest
 import requests
 
-from support import (LONG_INDEX, ORCHID_MODEL, SENTENCES, SHORT, OrchidProcess,
-                     assert_close_to_reference, rows, wait_healthy)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Worker:
-    def __init__(self, port=None, metrics_port=None, *extra, host="127.0.0.1", wrap=()):
-        self.port = port or free_port()
-        self.metrics_port = metrics_port or free_port()
-        self.extra = extra
-        self.host = host
-        self.wrap = wrap
-        self.start()
-
-    def start(self):
-        self.proc = OrchidProcess(
-            ["worker", "--model", str(ORCHID_MODEL), "--listen", self.address,
-             "--metrics-listen", f"{self.host}:{self.metrics_port}", "--threads", "1",
-             *self.extra],
-            ready=r"orchid worker: .* on grpc ", name=f"worker:{self.address}", wrap=self.wrap)
-
-    @property
-    def address(self):
-        return f"{self.host}:{self.port}"
-
-    def metrics(self):
-        return requests.get(f"http://{self.host}:{self.metrics_port}/metrics", timeout=10).text
-
-
-class Gateway:
-    def __init__(self, workers, *extra):
-        backends = []
-        for w in workers:
-            backends += ["--backend", w.address]
-        self.proc = OrchidProcess(
-            ["gateway", "--listen", "127.0.0.1:0", "--model", str(ORCHID_MODEL),
-             "--health-interval", "0.2", *backends, *extra],
-            ready=r"orchid gateway for .* \(port (\d+)\)", name="gateway")
-        self.url = f"http://127.0.0.1:{self.proc.ready.group(1)}"
-        wait_healthy(self.url, self.proc.deadline, self.proc)
-
-    def metrics(self):
-        return requests.get(f"{self.url}/metrics", timeout=10).text
-
-
-def metric(text, name, **labels):
-    """The value of one sample in a Prometheus text exposition (0 when absent)."""
-    want = ",".join(f'{k}="{v}"' for k, v in labels.items())
-    pattern = re.escape(name) + (r"\{" + re.escape(want) + r"\}" if want else "") + r" (\S+)$"
-    for line in text.splitlines():
-        m = re.match(pattern, line)
-        if m:
-            return float(m.group(1))
-    return 0.0
+from support import (LONG_INDEX, ORCHID_MODEL, SENTENCES, SHORT, Gateway, OrchidProcess, Worker,
+                     assert_close_to_reference, free_port, metric, rows, wait_healthy)
 
 
 def embed(url, inputs, **kw):

@@ -30,6 +30,16 @@ class HttpServerTest : public ::testing::Test {
     server_ = std::make_unique<HttpServer>(o, [this](HttpRequest req, Reply reply) {
       HttpResponse r;
       r.body = req.method + " " + req.target + " " + std::to_string(req.body.size());
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        seen_.push_back(req.cancellation);
+        timeouts_.emplace_back(req.request_timeout, req.stainless_timeout);
+      }
+      if (req.target == "/hold") {  // replied by the test
+        std::lock_guard<std::mutex> lock(mu_);
+        held_.push_back(reply);
+        return;
+      }
       if (req.target == "/later") {  // reply from another thread, later
         std::lock_guard<std::mutex> lock(mu_);
         repliers_.emplace_back([reply, r] {
@@ -47,6 +57,7 @@ class HttpServerTest : public ::testing::Test {
   void TearDown() override {
     std::lock_guard<std::mutex> lock(mu_);
     for (std::thread& t : repliers_) t.join();  // before the server goes
+    held_.clear();  // they hold their sessions, which must go before the server's io_context
   }
 
   tcp::socket Connect() {
@@ -67,10 +78,25 @@ class HttpServerTest : public ::testing::Test {
     return res;
   }
 
+  // The cancellation of the i-th request handled (waits up to 5 s for it to arrive).
+  std::shared_ptr<const Cancellation> Seen(size_t i) {
+    for (int t = 0; t < 1000; ++t) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (seen_.size() > i) return seen_[i];
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return nullptr;
+  }
+
   net::io_context ioc_;
   beast::flat_buffer buffer_;
   std::mutex mu_;
   std::vector<std::thread> repliers_;
+  std::vector<std::shared_ptr<const Cancellation>> seen_;
+  std::vector<std::pair<std::string, std::string>> timeouts_;
+  std::vector<Reply> held_;
   std::unique_ptr<HttpServer> server_;
 };
 
@@ -119,6 +145,64 @@ TEST_F(HttpServerTest, AnswersExpect100Continue) {
   http::read(s, buffer_, res);
   EXPECT_EQ(res.result_int(), 200);
   EXPECT_EQ(res.body(), "POST /c 3");
+}
+
+// A client that closes its connection before the reply cancels its request (so the work queued
+// for it can be dropped); the late reply goes nowhere, and the server goes on serving.
+TEST_F(HttpServerTest, ClientClosingBeforeTheReplyCancelsTheRequest) {
+  {
+    tcp::socket s = Connect();
+    http::request<http::string_body> req(http::verb::post, "/hold", 11);
+    req.set(http::field::host, "localhost");
+    req.set("X-Request-Timeout", "2.5");
+    req.set("X-Stainless-Timeout", "600");
+    req.body() = "abc";
+    req.prepare_payload();
+    http::write(s, req);
+    auto c = Seen(0);
+    ASSERT_NE(c, nullptr);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_FALSE(c->cancelled());  // still connected
+  }                                // closed
+  auto c = Seen(0);
+  for (int t = 0; t < 400 && !c->cancelled(); ++t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(c->cancelled());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EXPECT_EQ(timeouts_[0], std::make_pair(std::string("2.5"), std::string("600")));
+    held_[0](HttpResponse{});  // the client is gone: dropped
+  }
+  tcp::socket s2 = Connect();
+  EXPECT_EQ(RoundTrip(s2, http::verb::get, "/x").result_int(), 200);
+}
+
+// Watching for a disconnect does not get in the way of keep-alive: replies that come later from
+// another thread, and a request the client sends before the previous reply (pipelined), are all
+// answered in order on one connection, and none of them is cancelled.
+TEST_F(HttpServerTest, WatchingKeepsKeepAliveAndPipelining) {
+  tcp::socket s = Connect();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(RoundTrip(s, http::verb::get, "/later").body(), "GET /later 0");
+  }
+  std::string two;
+  for (const char* target : {"/later", "/x"}) {
+    two += std::string("GET ") + target + " HTTP/1.1\r\nHost: x\r\n\r\n";
+  }
+  net::write(s, net::buffer(two));
+  for (const char* want : {"GET /later 0", "GET /x 0"}) {
+    http::response<http::string_body> res;
+    http::read(s, buffer_, res);
+    EXPECT_EQ(res.body(), want);
+  }
+  EXPECT_EQ(RoundTrip(s, http::verb::get, "/y").body(), "GET /y 0");
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSERT_EQ(seen_.size(), 6u);
+  for (const auto& c : seen_) {
+    ASSERT_NE(c, nullptr);
+    EXPECT_FALSE(c->cancelled());
+  }
 }
 
 TEST_F(HttpServerTest, StopClosesConnectionsAndIsIdempotent) {

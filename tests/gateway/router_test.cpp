@@ -505,3 +505,108 @@ TEST_F(RouterTest, PromptsArePrependedBeforeTokenizing) {
 
 }  // namespace
 }  // namespace orchid
+
+namespace orchid {
+namespace {
+
+// vLLM's `priority` on every route that runs the engine: an integer in int32's range; anything
+// else is a 400 naming it (TEI's error shape on TEI's routes), and the server goes on serving.
+TEST_F(RouterTest, PriorityIsValidatedOnEveryEngineRoute) {
+  for (const char* bad : {"1.5", "\"high\"", "true", "2147483648", "-2147483649", "[1]"}) {
+    const std::string p = bad;
+    Error(Post(R"({"input":["a b"],"priority":)" + p + "}"), 400, "priority");
+    const std::vector<std::pair<std::string, std::string>> others = {
+        {"/embed", R"({"inputs":"a b","priority":)" + p + "}"},
+        {"/similarity",
+         R"({"inputs":{"source_sentence":"a","sentences":["b"]},"priority":)" + p + "}"},
+        {"/similarity",
+         R"({"inputs":{"source_sentence":"a","sentences":["b"]},"parameters":{"priority":)" + p +
+             "}}"},
+        {"/rerank", R"({"query":"a","texts":["b"],"priority":)" + p + "}"},
+        {"/v1/rerank", R"({"query":"a","documents":["b"],"priority":)" + p + "}"},
+        {"/v1/score", R"({"text_1":"a","text_2":["b"],"priority":)" + p + "}"},
+        {"/predict", R"({"inputs":"a b","priority":)" + p + "}"},
+    };
+    for (const auto& [route, body] : others) {
+      HttpResponse r = Call("POST", route, body);
+      EXPECT_EQ(r.status, 400) << route << " " << body << ": " << r.body;
+      EXPECT_NE(r.body.find("priority must be an integer"), std::string::npos) << r.body;
+    }
+  }
+  for (const char* good : {"0", "5", "-3", "null", "2147483647", "-2147483648"}) {
+    EXPECT_EQ(Rows(Post(R"({"input":["a b"],"priority":)" + std::string(good) + "}")).size(), 1u)
+        << good;
+  }
+  EXPECT_EQ(Call("POST", "/embed", R"({"inputs":"a b","priority":-1})").status, 200);
+}
+
+HttpRequest WithHeaders(std::string body, std::string request_timeout,
+                        std::string stainless_timeout) {
+  HttpRequest r{"POST", "/v1/embeddings", std::move(body)};
+  r.request_timeout = std::move(request_timeout);
+  r.stainless_timeout = std::move(stainless_timeout);
+  return r;
+}
+
+// X-Request-Timeout must be a positive number of seconds (else 400); X-Stainless-Timeout, which
+// OpenAI's client sends by itself, is used when it reads as one and ignored otherwise.
+TEST_F(RouterTest, TimeoutHeadersAreCheckedOrIgnored) {
+  auto call = [this](HttpRequest req) {
+    std::promise<HttpResponse> p;
+    auto f = p.get_future();
+    router_.Handle(std::move(req), [&p](HttpResponse r) { p.set_value(std::move(r)); });
+    return f.get();
+  };
+  const std::string body = R"({"input":["a b"]})";
+  for (const char* bad : {"abc", "0", "-1", "inf", "nan", "1s", " "}) {
+    auto e = Error(call(WithHeaders(body, bad, "")), 400, "X-Request-Timeout");
+    EXPECT_EQ(std::string_view(e["code"]), "invalid_request_timeout");
+  }
+  for (const char* fine : {"30", "2.5", "600.0", "1e12"}) {
+    EXPECT_EQ(call(WithHeaders(body, fine, "")).status, 200) << fine;
+  }
+  for (const char* any : {"abc", "0", "600", "NaN", "600.0"}) {
+    EXPECT_EQ(call(WithHeaders(body, "", any)).status, 200) << any;
+  }
+}
+
+// Requests that wait behind a busy engine: one whose deadline passes before it starts is
+// answered 504; one whose client has gone (its Cancellation fired) is dropped (499, which no
+// one reads); neither reaches the engine, and the server goes on serving.
+TEST(RouterDeadlineTest, WorkNotStartedInTimeIsDropped) {
+  FakeEngine engine(/*auto_complete=*/false, /*vocab_size=*/1000, /*max_seq_length=*/8);
+  TokenBudgetScheduler scheduler(&engine, TokenBudgetSchedulerOptions{64, 1024, 1});
+  LocalBackend backend(&scheduler);
+  FakeTokenizer tokenizer;
+  EmbeddingService service(&tokenizer, &backend, "m", [](Task t) { t(); });
+  Router router(&service);
+  auto start = [&router](HttpRequest req) {
+    auto p = std::make_shared<std::promise<HttpResponse>>();
+    auto f = p->get_future();
+    router.Handle(std::move(req), [p](HttpResponse r) { p->set_value(std::move(r)); });
+    return f;
+  };
+  auto busy = start(HttpRequest{"POST", "/v1/embeddings", R"({"input":["a"]})"});
+  ASSERT_TRUE(engine.WaitForBatches(1));
+  auto late = start(WithHeaders(R"({"input":["a b"]})", "0.02", ""));
+  auto cancel = std::make_shared<Cancellation>();
+  HttpRequest gone{"POST", "/embed", R"({"inputs":"b c"})"};
+  gone.cancellation = cancel;
+  auto abandoned = start(std::move(gone));
+  auto fine = start(WithHeaders(R"({"input":["c"]})", "", "600"));
+  cancel->Cancel();
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  engine.Complete(0);
+  ASSERT_TRUE(engine.WaitForBatches(2));
+  EXPECT_EQ(engine.batch(1).num_sequences(), 1);  // `fine` only
+  engine.Complete(1);
+  EXPECT_EQ(busy.get().status, 200);
+  HttpResponse r = late.get();
+  EXPECT_EQ(r.status, 504) << r.body;
+  EXPECT_NE(r.body.find("deadline"), std::string::npos) << r.body;
+  EXPECT_EQ(abandoned.get().status, 499);
+  EXPECT_EQ(fine.get().status, 200);
+}
+
+}  // namespace
+}  // namespace orchid

@@ -38,6 +38,39 @@ TEST(ConvertTest, TokenTypesRoundTripPerSequence) {
   EXPECT_TRUE(out.token_type_ids.empty());
 }
 
+// Priority, class and flow cross the wire (issue 20); an older gateway's request (none set)
+// reads as priority 0, classed by size at the worker, its own flow.
+TEST(ConvertTest, SchedulingRoundTrips) {
+  rpc::WorkerModel model;
+  model.name = "m";
+  model.info.vocab_size = 100;
+  model.info.hidden_size = 4;
+  model.max_input_tokens = 8;
+  EmbedRequest in;
+  in.sequences = {{5, 6}};
+  in.scheduling.priority = -7;
+  in.scheduling.request_class = RequestClass::kBulk;
+  in.scheduling.flow = 0xABCDEF0123456789ull;
+  v1::EmbedRequest msg;
+  rpc::ToProto(std::move(in), &msg);
+  EmbedRequest out;
+  int64_t tokens = 0;
+  ASSERT_TRUE(rpc::FromProto(msg, model, &out, &tokens).ok());
+  EXPECT_EQ(out.scheduling.priority, -7);
+  EXPECT_EQ(out.scheduling.request_class, RequestClass::kBulk);
+  EXPECT_EQ(out.scheduling.flow, 0xABCDEF0123456789ull);
+
+  v1::EmbedRequest old;
+  old.add_sequences()->add_token_ids(3);
+  ASSERT_TRUE(rpc::FromProto(old, model, &out, &tokens).ok());
+  EXPECT_EQ(out.scheduling.priority, 0);
+  EXPECT_EQ(out.scheduling.request_class, RequestClass::kAuto);
+  EXPECT_EQ(out.scheduling.flow, 0u);
+
+  old.set_request_class(static_cast<v1::RequestClass>(9));  // from a newer gateway
+  EXPECT_EQ(rpc::FromProto(old, model, &out, &tokens).code(), StatusCode::kInvalidArgument);
+}
+
 TEST(ConvertTest, InfoCarriesTheScorerAndOlderWorkersReadAsEmbedders) {
   rpc::WorkerModel scorer;
   scorer.name = "ce";

@@ -277,6 +277,106 @@ TEST(ReplicaPool, RetriesOnAnotherReplicaWhenTheWorkerCancels) {
   EXPECT_EQ(b.engine.num_batches(), 1u);
 }
 
+// Starts `n` single-chunk requests of sequence {id, id} (a query each), each waited for until
+// it is a batch on the worker's engine; two of them fill it (two batches in flight), so that
+// later requests wait in its queue.
+std::vector<std::future<Result<Embeddings>>> Occupy(ReplicaPool& pool, FakeWorker& w, int n) {
+  std::vector<std::future<Result<Embeddings>>> out;
+  const size_t before = w.engine.num_batches();
+  for (int i = 0; i < n; ++i) {
+    auto p = std::make_shared<std::promise<Result<Embeddings>>>();
+    out.push_back(p->get_future());
+    EmbedRequest r;
+    r.sequences = {{900 + i, 900 + i}};
+    pool.Embed(std::move(r), [p](Result<Embeddings> rows) { p->set_value(std::move(rows)); });
+    EXPECT_TRUE(w.engine.WaitForBatches(before + size_t(i) + 1));
+  }
+  return out;
+}
+
+// The client of a request goes away (its HTTP connection closed): the gateway cancels the
+// request's calls to the workers at once, answers it Cancelled, and the worker drops the
+// sequences it had not started. The replica stays in rotation (the cancel was the gateway's).
+TEST(ReplicaPool, ACancelledRequestCancelsItsWorkerCalls) {
+  FakeWorker a(/*auto_complete=*/false);
+  auto pool = ReplicaPool::Start(PoolOptions({&a}), 5s);
+  ASSERT_TRUE(pool.ok());
+  ASSERT_TRUE(WaitHealthy(**pool, 1));
+  auto blockers = Occupy(**pool, a, 2);
+  ASSERT_EQ(a.engine.num_batches(), 2u);
+  auto cancel = std::make_shared<Cancellation>();
+  EmbedRequest r;
+  r.sequences = Sequences(20);  // 60 tokens: 10 chunks of at most 6
+  r.scheduling.cancellation = cancel;
+  auto p = std::make_shared<std::promise<Result<Embeddings>>>();
+  auto f = p->get_future();
+  (*pool)->Embed(std::move(r), [p](Result<Embeddings> rows) { p->set_value(std::move(rows)); });
+  for (int t = 0; t < 500 && a.scheduler.queued_tokens() < 60; ++t)
+    std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(a.scheduler.queued_tokens(), 60);
+  cancel->Cancel();
+  ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(f.get().status().code(), StatusCode::kCancelled);
+  // The worker's calls see the cancel once it crosses the connection (well within this), and
+  // the scheduler drops their sequences at its next launch: when a batch comes back.
+  std::this_thread::sleep_for(200ms);
+  a.engine.Complete(0);
+  a.engine.Complete(1);
+  for (auto& b : blockers) EXPECT_TRUE(b.get().ok());
+  for (int t = 0; t < 500 && a.scheduler.queued_tokens() > 0; ++t) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(a.scheduler.queued_tokens(), 0);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(a.engine.num_batches(), 2u);  // none of the cancelled sequences ran
+  EXPECT_TRUE((*pool)->replicas()[0].healthy);
+  // Cancelling after the answer changes nothing, and the pool goes on serving.
+  cancel->Cancel();
+  auto next = Occupy(**pool, a, 1);
+  ASSERT_EQ(a.engine.num_batches(), 3u);
+  a.engine.Complete(2);
+  EXPECT_TRUE(next[0].get().ok());
+}
+
+// The gateway classes a request on the whole of it and gives every chunk that class and one
+// flow: behind a busy engine, a later query goes ahead of every chunk of a bulk request, even
+// its small last chunk (which a worker alone would take for a query).
+TEST(ReplicaPool, ChunksCarryTheRequestsClass) {
+  FakeWorker a(/*auto_complete=*/false);
+  auto pool = ReplicaPool::Start(PoolOptions({&a}), 5s);
+  ASSERT_TRUE(pool.ok());
+  ASSERT_TRUE(WaitHealthy(**pool, 1));
+  auto blockers = Occupy(**pool, a, 2);
+  EmbedRequest bulk;
+  bulk.sequences = Sequences(11);  // 31 tokens, 11 inputs: bulk; 6 chunks, each query-sized
+  auto pb = std::make_shared<std::promise<Result<Embeddings>>>();
+  auto fb = pb->get_future();
+  (*pool)->Embed(std::move(bulk),
+                 [pb](Result<Embeddings> rows) { pb->set_value(std::move(rows)); });
+  for (int t = 0; t < 500 && a.scheduler.queued_tokens() < 31; ++t)
+    std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(a.scheduler.queued_tokens(), 31);
+  auto pq = std::make_shared<std::promise<Result<Embeddings>>>();
+  auto fq = pq->get_future();
+  EmbedRequest q;
+  q.sequences = {{777, 777}};
+  (*pool)->Embed(std::move(q), [pq](Result<Embeddings> rows) { pq->set_value(std::move(rows)); });
+  for (int t = 0; t < 500 && a.scheduler.queued_tokens() < 33; ++t)
+    std::this_thread::sleep_for(5ms);
+  a.engine.Complete(0);
+  ASSERT_TRUE(a.engine.WaitForBatches(3));
+  const RaggedBatch next = a.engine.batch(2);
+  ASSERT_EQ(next.num_sequences(), 1) << "the query batch holds the query only";
+  EXPECT_EQ(next.token_ids.front(), 777);
+  for (size_t i = 1; !(fb.wait_for(0s) == std::future_status::ready); ++i) {
+    if (a.engine.WaitForBatches(i + 1, 20ms)) a.engine.Complete(i);
+    ASSERT_LT(i, 100u);
+  }
+  EXPECT_TRUE(fq.get().ok());
+  Result<Embeddings> e = fb.get();
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ExpectRows(*e, Sequences(11));
+  for (auto& b : blockers) EXPECT_TRUE(b.get().ok());
+}
+
 TEST(ReplicaPool, UnavailableWhenNoReplicaIsHealthy) {
   auto a = std::make_unique<FakeWorker>();
   auto pool = ReplicaPool::Start(PoolOptions({a.get()}), 5s);

@@ -315,7 +315,7 @@ struct BusyEngine {
 TEST(TokenBudgetSchedulerTest, DeadlinePassedWhileWaitingDropsTheRequest) {
   BusyEngine busy(Options(100));
   EmbedRequest late = Request({Seq(3, 2)});
-  late.deadline = std::chrono::steady_clock::now() + 20ms;
+  late.scheduling.deadline = std::chrono::steady_clock::now() + 20ms;
   auto f_late = busy.scheduler.Enqueue(std::move(late));
   auto f_ok = busy.scheduler.Enqueue(Request({Seq(4, 2)}));
   std::this_thread::sleep_for(60ms);
@@ -332,7 +332,9 @@ TEST(TokenBudgetSchedulerTest, CancelledWhileWaitingDropsTheRequest) {
   BusyEngine busy(Options(100));
   auto cancelled = std::make_shared<std::atomic<bool>>(false);
   EmbedRequest r = Request({Seq(3, 2), Seq(5, 3)});
-  r.cancelled = [cancelled] { return cancelled->load(); };
+  // A polled source, as the worker's gRPC calls give (ctx->IsCancelled()).
+  r.scheduling.cancellation =
+      std::make_shared<Cancellation>([cancelled] { return cancelled->load(); });
   auto f = busy.scheduler.Enqueue(std::move(r));
   cancelled->store(true);
   busy.Drain();
@@ -382,7 +384,8 @@ TEST(TokenBudgetSchedulerTest, MetricsRecordBatchesAndQueueTime) {
   EXPECT_EQ(o.metrics.batch_tokens->count(), 1u);
   EXPECT_EQ(o.metrics.batch_tokens->sum(), 7);
   EXPECT_EQ(o.metrics.batch_sequences->sum(), 2);
-  EXPECT_EQ(o.metrics.queue_seconds->count(), 1u);
+  EXPECT_EQ(o.metrics.queue_seconds_query->count(), 1u);  // 2 inputs, 7 tokens: a query
+  EXPECT_EQ(o.metrics.queue_seconds_bulk->count(), 0u);
   const std::string text = registry.Render();
   EXPECT_NE(text.find("orchid_scheduler_queued_tokens 0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("orchid_scheduler_batch_tokens_count 1\n"), std::string::npos) << text;
