@@ -98,9 +98,9 @@ void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* f) {
       ->check(CLI::IsMember({"priority", "fcfs"}));
   cmd->add_option("--max-batch-time", f->max_batch_time,
                   "milliseconds a batch of bulk work should take on the engine, so that a query "
-                  "waits about that long behind bulk work (priority scheduling); auto: the time "
-                  "of the smallest batch that reaches 95% of the engine's measured peak rate, at "
-                  "most 50 ms (measured at start); 0: no bound (batches up to "
+                  "waits about that long behind bulk work (priority scheduling); auto: twice the "
+                  "time of the smallest batch that reaches 95% of the engine's measured peak "
+                  "rate, at most 50 ms (measured at start); 0: no bound (batches up to "
                   "--max-batch-tokens)")
       ->capture_default_str()
       ->check([](const std::string& v) -> std::string {

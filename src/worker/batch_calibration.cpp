@@ -42,16 +42,16 @@ std::string BatchCalibration::Describe() const {
   const double rate = seconds_per_token > 0 ? 1 / seconds_per_token : 0;
   return fmt::format(
       "bulk batches sized for {:.1f} ms ({:.0f} tokens at {:.0f} tokens/s, {:.0f}% of the "
-      "engine's best measured {:.0f} tokens/s{}); measured: {}",
+      "engine's best measured {:.0f} tokens/s; {} tokens, {:.1f} ms, reach 95%{}); measured: {}",
       target_s * 1e3, target_s * rate, rate,
       peak_tokens_per_second > 0 ? 100 * rate / peak_tokens_per_second : 0, peak_tokens_per_second,
-      capped ? "; held at the latency ceiling" : "", sizes);
+      knee_tokens, knee_seconds * 1e3, capped ? "; held at the latency ceiling" : "", sizes);
 }
 
 Result<BatchCalibration> CalibrateBatchTime(Engine* engine,
                                             const BatchCalibrationOptions& options) {
   if (options.max_batch_tokens < 1 || options.sequence_tokens < 1 || options.efficiency <= 0 ||
-      options.efficiency > 1 || options.ceiling.count() <= 0) {
+      options.efficiency > 1 || options.knee_multiple < 1 || options.ceiling.count() <= 0) {
     return Status::InvalidArgument("batch calibration: bad options");
   }
   const ModelInfo& info = engine->info();
@@ -88,8 +88,15 @@ Result<BatchCalibration> CalibrateBatchTime(Engine* engine,
       break;
     }
   }
-  double target = chosen->seconds;
+  out.knee_tokens = chosen->tokens;
+  out.knee_seconds = chosen->seconds;
+  // Twice the knee: the margin for what an engine alone on the machine does not show (serving
+  // threads sharing its cores, batches of whole sequences that fall short of the budget).
+  double target = options.knee_multiple * chosen->seconds;
   out.seconds_per_token = chosen->seconds / chosen->tokens;
+  for (const auto& p : out.points) {  // the rate measured nearest below the target's size
+    if (p.seconds <= target) out.seconds_per_token = p.seconds / p.tokens;
+  }
   if (target > ceiling) {
     target = ceiling;
     out.capped = true;

@@ -31,11 +31,13 @@ class SleepyEngine : public testing::FakeEngine {
 };
 
 // 2 ms + 10 us per token: 128 tokens 3.3 ms (39k tokens/s) ... 4096 tokens 43 ms (95k/s). The
-// 95% knee lies at 2048-4096 tokens (22-43 ms), under the 50 ms ceiling.
-TEST(BatchCalibrationTest, TargetsTheSmallestBatchNearThePeakRate) {
+// 95% knee lies at 2048-4096 tokens (22-43 ms); the target is twice its time, under a 200 ms
+// ceiling.
+TEST(BatchCalibrationTest, TargetsTwiceTheSmallestBatchNearThePeakRate) {
   SleepyEngine engine(2ms, 10us);
   BatchCalibrationOptions o;
   o.max_batch_tokens = 4096;
+  o.ceiling = 200ms;
   auto c = CalibrateBatchTime(&engine, o);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   ASSERT_EQ(c->points.size(), 6u);  // 128 ... 4096 tokens
@@ -45,11 +47,17 @@ TEST(BatchCalibrationTest, TargetsTheSmallestBatchNearThePeakRate) {
     EXPECT_GE(p.seconds, 0.002 + 1e-5 * p.tokens) << p.tokens;  // slept at least that long
   }
   EXPECT_FALSE(c->capped);
-  // 1024 tokens (12.2 ms) reaches only 87% of the best rate: the target is beyond it.
-  EXPECT_GT(c->max_batch_time, 13ms);
-  EXPECT_LE(c->max_batch_time, 50ms);
+  // 1024 tokens (12.2 ms) reaches only 87% of the best rate: the knee is beyond it.
+  EXPECT_TRUE(c->knee_tokens == 2048 || c->knee_tokens == 4096) << c->knee_tokens;
+  EXPECT_NEAR(std::chrono::duration<double>(c->max_batch_time).count(), 2 * c->knee_seconds, 1e-5);
   EXPECT_GT(c->seconds_per_token, 0);
   EXPECT_NE(c->Describe().find("bulk batches sized for"), std::string::npos) << c->Describe();
+  // With the default 50 ms ceiling, twice the knee (45-86 ms) is held at most at 50 ms.
+  o.ceiling = BatchCalibrationOptions{}.ceiling;
+  auto held = CalibrateBatchTime(&engine, o);
+  ASSERT_TRUE(held.ok());
+  EXPECT_LE(held->max_batch_time, 50ms);
+  EXPECT_GE(held->max_batch_time, 40ms);
 }
 
 // A slow engine: even one sequence takes longer than the ceiling, which then sets the target;

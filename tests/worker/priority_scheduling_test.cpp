@@ -268,6 +268,35 @@ TEST(PrioritySchedulingTest, BulkBatchesAreSizedByTheBatchTime) {
   EXPECT_TRUE(bulk.get().ok());
 }
 
+// A time-sized bulk budget is met on average, not only from below: a sequence goes in when half
+// of it fits (budget 100: two sequences of 40 and half the third; max_batch_tokens still caps).
+TEST(PrioritySchedulingTest, BulkBatchesRoundToTheNearestSequence) {
+  FakeEngine engine(/*auto_complete=*/false, 100000, /*max_seq_length=*/64);
+  TokenBudgetSchedulerOptions o = Options(/*budget=*/110);
+  o.max_batch_time = 10ms;
+  o.initial_seconds_per_token = 1e-4;  // 100 tokens
+  TokenBudgetScheduler scheduler(&engine, o);
+  auto bulk = scheduler.Enqueue(Request(Seqs(10000, 12, 40)));
+  ASSERT_TRUE(engine.WaitForBatches(1));
+  EXPECT_EQ(engine.batch(0).num_tokens(), 80);  // the first batch: two (a third would pass 110)
+  engine.Complete(0);
+  for (size_t i = 1; NextBatch(engine, i, [&] { return Ready(bulk); }); ++i) {
+    EXPECT_LE(engine.batch(i).num_tokens(), 110);
+    engine.Complete(i);
+  }
+  EXPECT_TRUE(bulk.get().ok());
+  TokenBudgetSchedulerOptions roomy = Options(/*budget=*/4096);
+  roomy.max_batch_time = 10ms;
+  roomy.initial_seconds_per_token = 1e-4;
+  FakeEngine engine2(/*auto_complete=*/false, 100000, /*max_seq_length=*/64);
+  TokenBudgetScheduler scheduler2(&engine2, roomy);
+  auto bulk2 = scheduler2.Enqueue(Request(Seqs(10000, 12, 40)));
+  ASSERT_TRUE(engine2.WaitForBatches(1));
+  EXPECT_EQ(engine2.batch(0).num_tokens(), 120);  // 80 + half of 40 fits in 100
+  for (size_t i = 0; NextBatch(engine2, i, [&] { return Ready(bulk2); }); ++i) engine2.Complete(i);
+  EXPECT_TRUE(bulk2.get().ok());
+}
+
 // A second bulk batch waits until the first is estimated to be in its last tenth, so that a
 // query arriving meanwhile runs right after the batch on the engine; with more batches allowed
 // in flight, the query is submitted at once.
