@@ -14,7 +14,9 @@ Targets, one after another in one run on this machine (all-MiniLM-L6-v2, the def
   fcfs      `orchid serve --scheduling fcfs` (first come, first served: the old behaviour)
   infinity  Infinity (infinity-emb, PyTorch backend), a peer a user would pick instead
 
-Writes bench/results/mixed-load-<date>.md, .jsonl and .png (the plot). Usage, from the repo root
+Last, `serve` and `serve --scheduling fcfs` run side by side and bulk-alone phases alternate
+between them (the cost of priority scheduling to bulk throughput, with the host's drift on both
+sides). Writes bench/results/mixed-load-<date>.md, .jsonl and .png (the plot). Usage, from the repo root
 after `make build model`:
     bench/serving/mixed_load.sh                   # installs Infinity + matplotlib into .venv-peer
     bench/serving/mixed_load.sh --targets serve,fcfs --phase-seconds 10
@@ -32,6 +34,7 @@ import random
 import re
 import socket
 import subprocess
+import statistics
 import sys
 import threading
 import time
@@ -243,6 +246,29 @@ def run_target(label, port, path, args, sents, out_rows):
     out_rows.append({"target": label, "abandoned_query_ms": times})
 
 
+def alternate(args, sents):
+    """Bulk alone, `serve` and `serve --scheduling fcfs` both running, phases alternating between
+    them (the host's drift then lands on both): the throughput cost of priority scheduling."""
+    docs_for = lambda r: documents(sents, args.doc_chars, 64, r)  # noqa: E731
+    ports = {"serve": free_port(), "fcfs": free_port()}
+    procs = []
+    out = {"serve": [], "fcfs": []}
+    try:
+        for label, port in ports.items():
+            extra = ["--scheduling", "fcfs"] if label == "fcfs" else []
+            procs.append(start([str(ORCHID), "serve", "--model", str(MODEL), "--port", str(port)]
+                               + extra, f"http://127.0.0.1:{port}/health", f"alt-{label}"))
+        for rnd in range(args.alternate_rounds):
+            for label, port in ports.items():
+                d, _, _ = bulk_phase(port, "/v1/embeddings", 2, args.alternate_seconds, docs_for)
+                out[label].append(d)
+                print(f"  alternating round {rnd}: {label} bulk alone {d:.1f} docs/s", flush=True)
+    finally:
+        for p in procs:
+            stop(p)
+    return out
+
+
 def machine():
     try:
         cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
@@ -287,11 +313,19 @@ def report(rows, args, out, logs):
         if "abandoned_query_ms" in r:
             lines.append(f"| {r['target']} | " + ", ".join(f"{v:.0f}" for v in r["abandoned_query_ms"])
                          + " |")
-    fcfs = {r["bulk_clients"]: r for r in rows if r["target"] == "fcfs" and "probe_ms" in r}
-    serve = {r["bulk_clients"]: r for r in rows if r["target"] == "serve" and "probe_ms" in r}
+    alt = next((r["alternating"] for r in rows if "alternating" in r), None)
+    if alt and alt["serve"] and alt["fcfs"]:
+        s_med, f_med = statistics.median(alt["serve"]), statistics.median(alt["fcfs"])
+        lines += ["", f"Bulk alone (2 clients), `serve` and `serve --scheduling fcfs` alternating "
+                  f"{len(alt['serve'])} times ({args.alternate_seconds:.0f} s each, both servers "
+                  f"up): medians {s_med:.1f} vs {f_med:.1f} docs/s, **{s_med / f_med:.2f}x** "
+                  f"(serve: {', '.join(f'{v:.1f}' for v in alt['serve'])}; fcfs: "
+                  f"{', '.join(f'{v:.1f}' for v in alt['fcfs'])})."]
+    fcfs = {r["bulk_clients"]: r for r in rows if r.get("target") == "fcfs" and "probe_ms" in r}
+    serve = {r["bulk_clients"]: r for r in rows if r.get("target") == "serve" and "probe_ms" in r}
     if fcfs and serve:
-        lines += ["", "Bulk throughput alone, priority scheduling (serve) vs first come first served "
-                  "(fcfs):", ""]
+        lines += ["", "Bulk throughput alone in the table above, priority scheduling (serve) vs first "
+                  "come first served (fcfs), phases minutes apart:", ""]
         for n in sorted(set(fcfs) & set(serve)):
             if n and fcfs[n]["bulk_alone_docs_per_s"]:
                 lines.append(f"- {n} clients: {serve[n]['bulk_alone_docs_per_s']:.1f} vs "
@@ -309,8 +343,8 @@ def report(rows, args, out, logs):
         print("matplotlib missing: no plot (bench/serving/mixed_load.sh installs it)")
         return
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
-    for label in dict.fromkeys(r["target"] for r in rows):
-        rs = [r for r in rows if r["target"] == label and "probe_ms" in r]
+    for label in dict.fromkeys(r["target"] for r in rows if "target" in r):
+        rs = [r for r in rows if r.get("target") == label and "probe_ms" in r]
         xs = [r["bulk_clients"] for r in rs]
         a.plot(xs, [pct(r["probe_ms"], .99) for r in rs], "o-", label=label)
         rb = [r for r in rs if r["bulk_docs_per_s"]]
@@ -342,6 +376,9 @@ def main():
     ap.add_argument("--doc-chars", type=int, default=600, help="~130 tokens of STS-B text")
     ap.add_argument("--abandon-chars", type=int, default=1200,
                     help="cut to the model's 256 tokens")
+    ap.add_argument("--alternate-rounds", type=int, default=5,
+                    help="serve vs fcfs bulk-alone phases, alternating (0: none)")
+    ap.add_argument("--alternate-seconds", type=float, default=15)
     ap.add_argument("--out-dir", default=str(REPO / "bench" / "results"))
     args = ap.parse_args()
     args.clients = [int(c) for c in args.clients.split(",") if c]
@@ -393,6 +430,10 @@ def main():
             for p in reversed(procs):
                 if p is not None:
                     stop(p)
+    targets = args.targets.split(",")
+    if args.alternate_rounds > 0 and "serve" in targets and "fcfs" in targets:
+        print("serve vs fcfs, bulk alone, alternating:", flush=True)
+        rows.append({"alternating": alternate(args, sents)})
     report(rows, args, out, logs)
     print(f"wrote {out.with_suffix('.md')}")
 
