@@ -257,7 +257,8 @@ def alternate(args, sents):
         for label, port in ports.items():
             extra = ["--scheduling", "fcfs"] if label == "fcfs" else []
             procs.append(start([str(ORCHID), "serve", "--model", str(MODEL), "--port", str(port)]
-                               + extra, f"http://127.0.0.1:{port}/health", f"alt-{label}"))
+                               + extra + args.engine_args.split(),
+                               f"http://127.0.0.1:{port}/health", f"alt-{label}"))
         for rnd in range(args.alternate_rounds):
             for label, port in ports.items():
                 d, _, _ = bulk_phase(port, "/v1/embeddings", 2, args.alternate_seconds, docs_for)
@@ -379,6 +380,9 @@ def main():
     ap.add_argument("--alternate-rounds", type=int, default=5,
                     help="serve vs fcfs bulk-alone phases, alternating (0: none)")
     ap.add_argument("--alternate-seconds", type=float, default=15)
+    ap.add_argument("--engine-args", default="",
+                    help='added to every orchid serve / worker, e.g. "--device cuda" (workers then '
+                         "keep their default threads)")
     ap.add_argument("--out-dir", default=str(REPO / "bench" / "results"))
     args = ap.parse_args()
     args.clients = [int(c) for c in args.clients.split(",") if c]
@@ -386,6 +390,7 @@ def main():
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(args.out_dir) / f"mixed-load-{stamp}"
     rows, logs = [], {}
+    engine_args = args.engine_args.split()
     for label in args.targets.split(","):
         print(f"{label}:", flush=True)
         procs = []
@@ -395,15 +400,16 @@ def main():
             if label in ("serve", "fcfs"):
                 extra = ["--scheduling", "fcfs"] if label == "fcfs" else []
                 procs.append(start([str(ORCHID), "serve", "--model", str(MODEL), "--port", str(port)]
-                                   + extra, f"http://127.0.0.1:{port}/health", label))
+                                   + extra + engine_args, f"http://127.0.0.1:{port}/health", label))
             elif label == "gateway":
                 backends = []
                 for i in range(2):
                     wp, mp = free_port(), free_port()
-                    procs.append(start([str(ORCHID), "worker", "--model", str(MODEL), "--threads", "1",
+                    threads = [] if engine_args else ["--threads", "1"]
+                    procs.append(start([str(ORCHID), "worker", "--model", str(MODEL), *threads,
                                         "--listen", f"127.0.0.1:{wp}", "--metrics-listen",
-                                        f"127.0.0.1:{mp}"], f"http://127.0.0.1:{mp}/metrics",
-                                       f"worker{i}"))
+                                        f"127.0.0.1:{mp}", *engine_args],
+                                       f"http://127.0.0.1:{mp}/metrics", f"worker{i}"))
                     backends += ["--backend", f"127.0.0.1:{wp}"]
                 procs.append(start([str(ORCHID), "gateway", "--listen", f"127.0.0.1:{port}",
                                     "--model", str(MODEL)] + backends,
