@@ -3,6 +3,7 @@ client's deadline (X-Request-Timeout) passing behind bulk work is answered 504; 
 disconnects mid-request frees the engine (its unstarted sequences are dropped), through `serve`
 with either scheduling policy and through a gateway in front of two workers. Latency under load
 is measured by bench/serving/mixed_load.py, not here."""
+import json
 import socket
 import threading
 import time
@@ -25,7 +26,6 @@ def long_documents(n):
 
 def send_and_hold(port, body_json):
     """Sends a POST /v1/embeddings on a raw socket and returns the socket, unread."""
-    import json
     body = json.dumps(body_json).encode()
     s = socket.create_connection(("127.0.0.1", port))
     s.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -46,6 +46,20 @@ def wait_for(what, condition, timeout=90):
 
 def port_of(url):
     return int(url.rsplit(":", 1)[1])
+
+
+def metrics_of(url):
+    return requests.get(f"{url}/metrics", timeout=10).text
+
+
+def drained(url, also=lambda text: True):
+    """The /metrics text once no token waits for a batch (and `also` holds), else None."""
+    text = metrics_of(url)
+    return text if metric(text, "orchid_scheduler_queued_tokens") == 0 and also(text) else None
+
+
+def queued(url):
+    return metric(metrics_of(url), "orchid_scheduler_queued_tokens") > 0
 
 
 def test_priority_is_validated(server, model_name):
@@ -78,17 +92,13 @@ def test_deadline_passed_behind_bulk_work_gets_504():
         # ~130k tokens of bulk work (several seconds on a CPU), then a request that ranks behind
         # it (priority 10) and gives up after 0.3 s.
         bulk = send_and_hold(s.port, {"input": long_documents(512), "truncate": True})
-        wait_for("the bulk request to queue",
-                 lambda: metric(requests.get(f"{s.url}/metrics", timeout=10).text,
-                                "orchid_scheduler_queued_tokens") > 0)
+        wait_for("the bulk request to queue", lambda: queued(s.url))
         r = requests.post(f"{s.url}/v1/embeddings", json={"input": "late", "priority": 10},
                           headers={"X-Request-Timeout": "0.3"}, timeout=60)
         assert r.status_code == 504, r.text
         assert r.json()["error"]["message"], r.text
         bulk.close()
-        text = wait_for("the queue to drain", lambda: (lambda t: t if metric(
-            t, "orchid_scheduler_queued_tokens") == 0 else None)(
-                requests.get(f"{s.url}/metrics", timeout=10).text))
+        text = wait_for("the queue to drain", lambda: drained(s.url))
         assert metric(text, "orchid_scheduler_dropped_sequences_total", reason="deadline") == 1
         # And the server goes on serving the same values.
         got = rows(requests.post(f"{s.url}/v1/embeddings", json={
@@ -103,16 +113,12 @@ def test_deadline_passed_behind_bulk_work_gets_504():
 def test_client_disconnecting_frees_the_engine(scheduling, report):
     s = OrchidServer("--scheduling", scheduling)
     try:
-        metrics = lambda: requests.get(f"{s.url}/metrics", timeout=10).text  # noqa: E731
         held = send_and_hold(s.port, {"input": long_documents(512), "truncate": True})
-        wait_for("the request to queue",
-                 lambda: metric(metrics(), "orchid_scheduler_queued_tokens") > 0)
+        wait_for("the request to queue", lambda: queued(s.url))
         held.close()  # the client goes away with ~130k tokens of work queued
         t0 = time.monotonic()
-        text = wait_for("the abandoned work to be dropped", lambda: (lambda t: t if metric(
-            t, "orchid_scheduler_queued_tokens") == 0 and metric(
-                t, "orchid_scheduler_dropped_sequences_total", **CANCELLED) > 0 else None)(
-                    metrics()))
+        text = wait_for("the abandoned work to be dropped", lambda: drained(
+            s.url, lambda t: metric(t, "orchid_scheduler_dropped_sequences_total", **CANCELLED) > 0))
         dropped = metric(text, "orchid_scheduler_dropped_sequences_total", **CANCELLED)
         # What had reached the engine ran; the rest (most of it) never did.
         assert dropped >= 256, text
@@ -175,9 +181,7 @@ def test_queries_are_answered_while_bulk_work_waits():
 
         t = threading.Thread(target=bulk)
         t.start()
-        wait_for("the bulk request to queue",
-                 lambda: metric(requests.get(f"{s.url}/metrics", timeout=10).text,
-                                "orchid_scheduler_queued_tokens") > 0)
+        wait_for("the bulk request to queue", lambda: queued(s.url))
         answered_before = 0
         for i in SHORT[:5]:
             r = requests.post(f"{s.url}/v1/embeddings",
@@ -188,7 +192,7 @@ def test_queries_are_answered_while_bulk_work_waits():
         t.join()
         assert result["status"] == 200
         assert answered_before == 5, "queries waited for the bulk request"
-        text = requests.get(f"{s.url}/metrics", timeout=10).text
+        text = metrics_of(s.url)
         assert metric(text, "orchid_scheduler_queue_seconds_count", **{"class": "query"}) >= 5
         assert metric(text, "orchid_scheduler_queue_seconds_count", **{"class": "bulk"}) == 1
     finally:
