@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/cpu/cpu_engine.h"
-#include "models/model_loader.h"
+#include "runtime/cpu_engine.h"
+#include "description/registry.h"
 
 namespace {
 

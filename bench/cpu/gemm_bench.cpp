@@ -1,7 +1,7 @@
 // orchid_gemm_bench: the linear layers of all-MiniLM-L6-v2 (y = x W^T + b with the layer's
 // epilogue) on the GEMM back ends orchid has had or considered, at the model's real shapes, on 1
 // and 2 threads:
-//   packed      the former in-house kernel (engine/cpu/packed_gemm.h, which attention still
+//   packed      the former in-house kernel (backends/cpu/packed_gemm.h, which attention still
 //               uses) driven as Linear used to drive it: weights packed once into 16-column
 //               panels, row chunks x panel groups over orchid's ThreadPool
 //   openblas    cblas_sgemm (bias pre-filled into y, beta = 1; GELU as a separate pass), on
@@ -10,7 +10,7 @@
 //               (format_tag::any), one primitive per M, bias and epilogue fused as post-ops, on
 //               oneDNN's OpenMP threads
 //   onednn_rt   the same with M as a runtime dimension (one primitive for every M)
-//   linear      orchid's Linear() (engine/cpu/linear.h) as built; the same kernel as `packed`
+//   linear      orchid's Linear() (backends/cpu/linear.h) as built; the same kernel as `packed`
 //               today. (A oneDNN Linear, one single-threaded matmul per ThreadPool piece, was
 //               tried and measured 1.07-1.18x slower end to end at b1_l16/b1_l128:
 //               bench/results/gemm-2026-12-01.md.)
@@ -37,11 +37,11 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "core/tensor.h"
-#include "engine/cpu/gelu.h"
-#include "engine/cpu/gemm.h"
-#include "engine/cpu/linear.h"
-#include "engine/cpu/packed_gemm.h"
-#include "engine/cpu/thread_pool.h"
+#include "backends/cpu/gelu.h"
+#include "backends/cpu/gemm.h"
+#include "backends/cpu/linear.h"
+#include "backends/cpu/packed_gemm.h"
+#include "backends/cpu/thread_pool.h"
 
 extern "C" {
 char* openblas_get_corename(void) __attribute__((weak));

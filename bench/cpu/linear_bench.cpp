@@ -1,4 +1,4 @@
-// orchid_linear_bench: times orchid's Linear() (engine/cpu/linear.h: y = x W^T + b on weights
+// orchid_linear_bench: times orchid's Linear() (backends/cpu/linear.h: y = x W^T + b on weights
 // packed once) at given shapes, for bench/cpu/linear_vs_torch.py, which runs it alternately
 // with PyTorch's torch.nn.functional.linear at the same shapes so both see the same machine.
 //
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/cpu/linear.h"
-#include "engine/cpu/thread_pool.h"
+#include "backends/cpu/linear.h"
+#include "backends/cpu/thread_pool.h"
 
 namespace {
 

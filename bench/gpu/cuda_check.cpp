@@ -32,7 +32,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/cuda/cuda_engine.h"
+#include "runtime/cuda/cuda_engine.h"
 
 namespace orchid::cuda {
 namespace {

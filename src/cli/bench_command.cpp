@@ -34,9 +34,9 @@
 
 #include "cli/bench_client.h"
 #include "cli/commands.h"
-#include "engine/cpu/cpu_engine.h"
+#include "runtime/cpu_engine.h"
 #include "gateway/json_writer.h"
-#include "models/model_loader.h"
+#include "description/registry.h"
 #include "tokenizer/tokenizer.h"
 
 namespace orchid::cli {

@@ -39,7 +39,7 @@
 #include "gateway/embed_backend.h"
 #include "gateway/embedding_service.h"
 #include "gateway/json_writer.h"
-#include "models/model_loader.h"
+#include "description/registry.h"
 #include "tokenizer/tokenizer.h"
 
 namespace orchid::cli {
@@ -430,7 +430,7 @@ void RegisterEmbedCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::IsMember({"left", "right"}));
   cmd->add_option("--dimensions", o->dimensions,
-                  "Matryoshka: keep the first N dimensions (then L2-normalise)");
+                  "Matryoshka: keep the first N dimensions (re-normalised when the embeddings are normalised, as OpenAI; otherwise only truncated, as sentence-transformers)");
   cmd->add_option("--prompt-name", o->prompt_name,
                   "a named prompt of the model's config_sentence_transformers.json");
   cmd->add_option("--input-type", o->input_type,

@@ -22,7 +22,7 @@
 #include "cli/serving.h"
 #include "gateway/gateway.h"
 #include "gateway/replica_pool.h"
-#include "models/model_loader.h"
+#include "description/registry.h"
 #include "rpc/convert.h"
 #include "tokenizer/tokenizer.h"
 

@@ -16,7 +16,7 @@
 #include "cli/serving.h"
 #include "gateway/embed_backend.h"
 #include "gateway/gateway.h"
-#include "models/model_loader.h"
+#include "description/registry.h"
 #include "tokenizer/tokenizer.h"
 
 namespace orchid::cli {

@@ -10,13 +10,13 @@
 #include <string>
 #include <utility>
 
-#include "engine/cpu/cpu_engine.h"
-#include "engine/cpu/vec_math.h"
+#include "runtime/cpu_engine.h"
+#include "backends/cpu/vec_math.h"
 #if ORCHID_HAVE_CUDA
-#include "engine/cuda/cuda_engine.h"
+#include "runtime/cuda/cuda_engine.h"
 #endif
-#include "models/model_loader.h"
-#include "models/sentence_transformers.h"
+#include "description/registry.h"
+#include "description/sentence_transformers.h"
 #include "worker/batch_calibration.h"
 
 namespace orchid::cli {

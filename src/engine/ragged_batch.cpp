@@ -4,18 +4,7 @@
 
 namespace orchid {
 
-const char* PoolingName(Pooling p) {
-  switch (p) {
-    case Pooling::kNone: return "none";
-    case Pooling::kMean: return "mean";
-    case Pooling::kCls: return "cls";
-    case Pooling::kLastToken: return "last_token";
-  }
-  return "unknown";
-}
-
-void RaggedBatch::Add(const int32_t* ids, int n, Pooling pool, bool norm,
-                      const int32_t* type_ids) {
+void RaggedBatch::Add(const int32_t* ids, int n, Pooling pool, bool norm, const int32_t* type_ids) {
   if (cu_seqlens.empty()) cu_seqlens.push_back(0);
   const bool had_types = !token_type_ids.empty();
   if (type_ids != nullptr && !had_types) token_type_ids.assign(token_ids.size(), 0);
@@ -66,6 +55,30 @@ Status RaggedBatch::Validate(int32_t vocab_size) const {
       return Status::InvalidArgument("token id " + std::to_string(token_ids[i]) +
                                      " is out of the vocabulary (size " +
                                      std::to_string(vocab_size) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+Status RaggedBatch::Validate(const ModelInfo& info) const {
+  ORCHID_RETURN_IF_ERROR(Validate(info.vocab_size));
+  for (int32_t p : positions) {
+    if (p < 0 || p >= info.max_position_embeddings) {
+      return Status::OutOfRange("position " + std::to_string(p) + " is outside [0, " +
+                                std::to_string(info.max_position_embeddings) +
+                                ") (the model's usable position embeddings)");
+    }
+  }
+  for (int32_t t : token_type_ids) {
+    if (t < 0 || t >= info.type_vocab_size) {
+      return Status::InvalidArgument("token type id " + std::to_string(t) + " is outside [0, " +
+                                     std::to_string(info.type_vocab_size) + ")");
+    }
+  }
+  for (int s = 0; s < num_sequences(); ++s) {
+    if (pooling[size_t(s)] == Pooling::kNone) {
+      return Status::InvalidArgument("sequence " + std::to_string(s) +
+                                     ": pooling \"none\" (per-token output) is not supported");
     }
   }
   return Status::Ok();

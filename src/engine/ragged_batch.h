@@ -6,17 +6,9 @@
 #include <vector>
 
 #include "core/status.h"
+#include "description/model_info.h"
 
 namespace orchid {
-
-enum class Pooling : uint8_t {
-  kNone = 0,   // no pooling: (reserved for per-token output)
-  kMean,       // mean over the sequence's tokens
-  kCls,        // first token
-  kLastToken,  // last token of the sequence
-};
-
-const char* PoolingName(Pooling p);
 
 struct RaggedBatch {
   std::vector<int32_t> token_ids;       // [total_tokens]
@@ -38,6 +30,10 @@ struct RaggedBatch {
   // Checks internal consistency: sizes agree, cu_seqlens monotone and ends at num_tokens,
   // no empty sequence, ids in [0, vocab_size). Engines call this before running.
   Status Validate(int32_t vocab_size) const;
+  // Validate(info.vocab_size), then what the model accepts: positions in
+  // [0, info.max_position_embeddings), token types in [0, info.type_vocab_size), a pooled
+  // output for every sequence. Every engine checks a batch with this before running it.
+  Status Validate(const ModelInfo& info) const;
 };
 
 }  // namespace orchid

@@ -18,7 +18,7 @@
 #include "core/metrics.h"
 #include "gateway/embed_backend.h"
 #include "gateway/executor.h"
-#include "models/sentence_transformers.h"
+#include "description/sentence_transformers.h"
 #include "tokenizer/tokenizer.h"
 
 namespace orchid {

@@ -21,7 +21,7 @@
 #include "core/metrics.h"
 #include "core/status.h"
 #include "gateway/embed_backend.h"
-#include "models/sentence_transformers.h"
+#include "description/sentence_transformers.h"
 #include "tokenizer/tokenizer.h"
 
 namespace orchid {

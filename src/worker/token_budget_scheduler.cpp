@@ -16,7 +16,7 @@
 
 namespace orchid {
 
-void TruncateDimensions(Embeddings* m, int dims) {
+void TruncateDimensions(Embeddings* m, int dims, bool renormalize) {
   const size_t d = size_t(dims);
   for (int r = 0; r < m->rows; ++r) {
     const float* src = m->row(r);
@@ -24,7 +24,7 @@ void TruncateDimensions(Embeddings* m, int dims) {
     double sq = 0;
     for (size_t c = 0; c < d; ++c) sq += double(src[c]) * double(src[c]);
     const double norm = std::sqrt(sq);
-    const float scale = norm > 0 ? float(1.0 / norm) : 0.0f;
+    const float scale = !renormalize ? 1.0f : norm > 0 ? float(1.0 / norm) : 0.0f;
     for (size_t c = 0; c < d; ++c) dst[c] = src[c] * scale;
   }
   m->dim = dims;
@@ -680,7 +680,7 @@ void TokenBudgetScheduler::RouteFront() {
     e.rows_done += s.count;
     if (e.rows_done == n) {
       if (e.request.dimensions > 0 && e.request.dimensions < e.out.dim) {
-        TruncateDimensions(&e.out, e.request.dimensions);
+        TruncateDimensions(&e.out, e.request.dimensions, e.request.normalize);
       }
       EmbedCallback cb = std::move(e.done);
       Invoke(cb, std::move(e.out));

@@ -54,16 +54,18 @@ struct EmbedRequest {
   std::vector<std::vector<int32_t>> token_type_ids;
   Pooling pooling = Pooling::kMean;
   bool normalize = false;
-  // Matryoshka: keep the first `dimensions` values of each row, then L2-normalise them
-  // (0 = the whole row). At most the model's output width (ModelInfo::output_dim()).
+  // Matryoshka: keep the first `dimensions` values of each row (0 = the whole row), then
+  // L2-normalise them when `normalize` is set (OpenAI's normalised embeddings); without it the
+  // truncated row is returned as is (sentence-transformers' truncate_dim). At most the model's
+  // output width (ModelInfo::output_dim()).
   int dimensions = 0;
   // Priority, class, fair-share flow, deadline and cancellation (see scheduling.h).
   Scheduling scheduling;
 };
 
-// Keeps the first `dims` values of every row and L2-normalises them (rows of norm zero stay
-// zero). Requires 1 <= dims <= m->dim.
-void TruncateDimensions(Embeddings* m, int dims);
+// Keeps the first `dims` values of every row and, with `renormalize`, L2-normalises them (rows
+// of norm zero stay zero). Requires 1 <= dims <= m->dim.
+void TruncateDimensions(Embeddings* m, int dims, bool renormalize);
 
 // Receives one row per sequence of the request, in request order, or the error that ended it.
 using EmbedCallback = std::function<void(Result<Embeddings>)>;

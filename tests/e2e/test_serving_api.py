@@ -471,3 +471,31 @@ def test_serve_refuses_bfloat16_on_blas():
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
     assert "--gemm blas multiplies float32 only" in p.stdout + p.stderr, (p.stdout, p.stderr)
+
+
+def test_dimensions_truncate_without_renormalising_on_a_model_that_does_not_normalise():
+    """`dimensions` follows sentence-transformers' truncate_dim on a model without a Normalize
+    module (the qwen3-bidir fixture): the first N values as they are; with `normalize: true`
+    (or on a normalising model, test_embeddings_api.py) they are re-normalised, as OpenAI's."""
+    name = "qwen3-bidir"
+    d = FIXTURES / name
+    if not (d / "config.json").exists():
+        pytest.skip(f"{d} is missing (run `make fixtures`)")
+    server = OrchidServer(model=f"{name}={d}")
+    try:
+        texts = ["the first sentence", "a second, longer sentence than the first"]
+        full = post(server, "/v1/embeddings", {"model": name, "input": texts})
+        assert full.status_code == 200, full.text
+        full_rows = np.array([x["embedding"] for x in full.json()["data"]], dtype=np.float64)
+        assert abs(np.linalg.norm(full_rows[0]) - 1.0) > 1e-3  # the model does not normalise
+        cut = post(server, "/v1/embeddings", {"model": name, "input": texts, "dimensions": 8})
+        assert cut.status_code == 200, cut.text
+        cut_rows = np.array([x["embedding"] for x in cut.json()["data"]], dtype=np.float64)
+        np.testing.assert_allclose(cut_rows, full_rows[:, :8], rtol=1e-6, atol=1e-7)
+        tei = post(server, "/embed", {"inputs": texts, "dimensions": 8, "normalize": True})
+        assert tei.status_code == 200, tei.text
+        want = full_rows[:, :8] / np.linalg.norm(full_rows[:, :8], axis=1, keepdims=True)
+        np.testing.assert_allclose(np.array(tei.json(), dtype=np.float64), want, rtol=1e-5,
+                                   atol=1e-6)
+    finally:
+        assert server.stop() == 0, server.log_text()

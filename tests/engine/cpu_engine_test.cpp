@@ -1,6 +1,6 @@
 // CpuEngine's mechanics with a fake model: validation, pooling and normalisation, ordering,
 // errors, shutdown. (The real model through the engine: tests/models/bert_fidelity_test.cpp.)
-#include "engine/cpu/cpu_engine.h"
+#include "runtime/cpu_engine.h"
 
 #include <gtest/gtest.h>
 
@@ -10,6 +10,9 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "backends/cpu/l2_normalize.h"
+#include "backends/cpu/pooling.h"
 
 namespace orchid {
 namespace {
@@ -26,13 +29,25 @@ class FakeModel : public Model {
     info_.max_seq_length = 8;
   }
   const ModelInfo& info() const override { return info_; }
-  Status Forward(const RaggedBatch& batch, float* hidden) override {
+  // The hidden states above, pooled and normalised by the CPU backend's kernels.
+  Status Run(const RaggedBatch& batch, ThreadPool* pool, float* out, bool prune) override {
+    (void)prune;
+    got_pool = pool != nullptr || got_pool;
     if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     {
       std::lock_guard<std::mutex> lock(mu);
       order.push_back(batch.token_ids[0]);
     }
     if (batch.token_ids[0] == 99) return Status::Internal("forward failed on purpose");
+    std::vector<float> hidden(size_t(batch.num_tokens()) * 3);
+    ORCHID_RETURN_IF_ERROR(Hidden(batch, pool, hidden.data()));
+    Pool(hidden.data(), 3, batch.cu_seqlens.data(), batch.num_sequences(), batch.pooling.data(),
+         out);
+    L2Normalize(out, batch.num_sequences(), 3, batch.normalize.data());
+    return Status::Ok();
+  }
+  Status Hidden(const RaggedBatch& batch, ThreadPool* pool, float* hidden) override {
+    (void)pool;
     for (int t = 0; t < batch.num_tokens(); ++t) {
       for (int d = 0; d < 3; ++d) {
         hidden[t * 3 + d] =
@@ -41,7 +56,6 @@ class FakeModel : public Model {
     }
     return Status::Ok();
   }
-  void SetThreadPool(ThreadPool* pool) override { got_pool = pool != nullptr || got_pool; }
 
   ModelInfo info_;
   int delay_ms = 0;

@@ -13,9 +13,9 @@
 #include <string>
 #include <string_view>
 
-#include "models/bert_config.h"
-#include "models/qwen3_config.h"
-#include "models/sentence_transformers.h"
+#include "description/bert_config.h"
+#include "description/qwen3_config.h"
+#include "description/sentence_transformers.h"
 
 namespace {
 

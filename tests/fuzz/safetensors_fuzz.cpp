@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "models/safetensors.h"
+#include "checkpoint/safetensors.h"
 
 namespace {
 

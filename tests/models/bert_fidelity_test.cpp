@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/cpu/cpu_engine.h"
-#include "models/model_loader.h"
+#include "runtime/cpu_engine.h"
+#include "description/registry.h"
 
 namespace orchid {
 namespace {
@@ -292,7 +292,7 @@ TEST_F(BertFidelityTest, MatchesTextEmbeddingsInferenceSnapshots) {
   }
 }
 
-// Per-token hidden states (Model::Forward itself) against TEI's raw snapshots.
+// Per-token hidden states (Model::Hidden: the family on the CPU backend, unpruned) against TEI's raw snapshots.
 TEST(BertForwardTest, HiddenStatesMatchTextEmbeddingsInferenceRawSnapshots) {
   ASSERT_TRUE(std::filesystem::exists(kModelDir + "/model.safetensors"))
       << "model not found at " << kModelDir << "; run `make model` to fetch it";
@@ -314,7 +314,7 @@ TEST(BertForwardTest, HiddenStatesMatchTextEmbeddingsInferenceRawSnapshots) {
     ASSERT_EQ(int(expected.size()), b.num_tokens()) << snap;
     const int dim = (*model)->info().hidden_size;
     std::vector<float> hidden(size_t(b.num_tokens()) * size_t(dim));
-    ASSERT_TRUE((*model)->Forward(b, hidden.data()).ok());
+    ASSERT_TRUE((*model)->Hidden(b, nullptr, hidden.data()).ok());
     for (int t = 0; t < b.num_tokens(); ++t) {
       const float* row = hidden.data() + size_t(t) * size_t(dim);
       EXPECT_GE(Cosine(row, expected[size_t(t)].data(), dim), kMinCosine) << snap << " token " << t;

@@ -1,7 +1,8 @@
 // LoadModel on small model directories written by the test: config and sentence-transformers
 // parsing (and their errors), weight-name prefixes, dtypes, and a tiny random BERT checked
 // against a naive double-precision implementation written here from the paper's equations.
-#include "models/model_loader.h"
+#include "description/registry.h"
+#include "runtime/cpu_engine.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/cpu/cpu_engine.h"
 #include "models/safetensors_writer.h"
 
 namespace orchid {
@@ -247,7 +247,7 @@ TEST_F(ModelLoaderTest, TinyBertMatchesNaiveReference) {
     types.push_back(tt);
   }
   std::vector<float> hidden(size_t(batch.num_tokens()) * size_t(tb.hidden));
-  ASSERT_TRUE((*m)->Forward(batch, hidden.data()).ok());
+  ASSERT_TRUE((*m)->Hidden(batch, nullptr, hidden.data()).ok());
   double max_err = 0;
   for (size_t s = 0; s < seqs.size(); ++s) {
     const auto ref = tb.Reference(seqs[s], types[s]);
@@ -269,7 +269,7 @@ TEST_F(ModelLoaderTest, AcceptsBertPrefixAndBf16Weights) {
   RaggedBatch b;
   b.Add(ids.data(), int(ids.size()), Pooling::kMean, false);
   std::vector<float> hidden(ids.size() * size_t(tb.hidden));
-  ASSERT_TRUE((*m)->Forward(b, hidden.data()).ok());
+  ASSERT_TRUE((*m)->Hidden(b, nullptr, hidden.data()).ok());
   const auto ref = tb.Reference(ids, {});
   for (size_t i = 0; i < ref.size(); ++i) EXPECT_NEAR(hidden[i], ref[i], 2e-4) << i;
 }
@@ -284,17 +284,17 @@ TEST_F(ModelLoaderTest, ForwardRejectsOutOfRangeInputs) {
   RaggedBatch b;
   b.Add(ids.data(), 3, Pooling::kMean, false);
   b.token_ids[1] = tb.vocab;  // one past the vocabulary
-  EXPECT_EQ((*m)->Forward(b, hidden.data()).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*m)->Hidden(b, nullptr, hidden.data()).code(), StatusCode::kInvalidArgument);
   b.token_ids[1] = 2;
   b.positions[2] = tb.max_pos;
-  EXPECT_EQ((*m)->Forward(b, hidden.data()).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ((*m)->Hidden(b, nullptr, hidden.data()).code(), StatusCode::kOutOfRange);
   b.positions[2] = -1;
-  EXPECT_EQ((*m)->Forward(b, hidden.data()).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ((*m)->Hidden(b, nullptr, hidden.data()).code(), StatusCode::kOutOfRange);
   b.positions[2] = 2;
   b.token_type_ids = {0, 2, 0};
-  EXPECT_EQ((*m)->Forward(b, hidden.data()).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*m)->Hidden(b, nullptr, hidden.data()).code(), StatusCode::kInvalidArgument);
   b.token_type_ids = {0, 1, 0};
-  EXPECT_TRUE((*m)->Forward(b, hidden.data()).ok());
+  EXPECT_TRUE((*m)->Hidden(b, nullptr, hidden.data()).ok());
 }
 
 TEST_F(ModelLoaderTest, ReadsSentenceTransformersModules) {

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "models/qwen3_config.h"
+#include "description/qwen3_config.h"
 
 namespace orchid {
 namespace {

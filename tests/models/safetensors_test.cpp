@@ -1,4 +1,4 @@
-#include "models/safetensors.h"
+#include "checkpoint/safetensors.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "models/sentence_transformers.h"
+#include "description/sentence_transformers.h"
 
 #include <gtest/gtest.h>
 

@@ -152,6 +152,13 @@ TEST(WorkerService, DimensionsTruncateAndRenormalise) {
   Embeddings e;
   ASSERT_TRUE(rpc::FromProto(resp, &e).ok());
   ASSERT_EQ(e.dim, 2);
+  EXPECT_FLOAT_EQ(e.row(0)[0], 3.0f);  // not normalised: truncated only
+  EXPECT_FLOAT_EQ(e.row(0)[1], 4.0f);
+  grpc::ClientContext ctx2;
+  r.set_normalize(true);
+  ASSERT_TRUE(stub->Embed(&ctx2, r, &resp).ok());
+  ASSERT_TRUE(rpc::FromProto(resp, &e).ok());
+  ASSERT_EQ(e.dim, 2);
   EXPECT_FLOAT_EQ(e.row(0)[0], 0.6f);
   EXPECT_FLOAT_EQ(e.row(0)[1], 0.8f);
 }

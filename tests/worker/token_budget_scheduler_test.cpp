@@ -357,16 +357,26 @@ TEST(TokenBudgetSchedulerTest, MaxBatchSequencesSplitsBatches) {
   }
 }
 
-TEST(TokenBudgetSchedulerTest, DimensionsTruncateAndRenormalise) {
+// `dimensions` on a normalised request truncates then re-normalises (OpenAI); on one that does
+// not normalise it only truncates (sentence-transformers' truncate_dim).
+TEST(TokenBudgetSchedulerTest, DimensionsTruncateAndRenormaliseOnlyWhenNormalising) {
   FakeEngine engine(/*auto_complete=*/true);
   TokenBudgetScheduler scheduler(&engine, Options(64));
   EmbedRequest r = Request({std::vector<int32_t>(4, 3)});  // row {3, 4, 3}
   r.dimensions = 2;
+  r.normalize = true;
   Result<Embeddings> e = scheduler.Enqueue(std::move(r)).get();
   ASSERT_TRUE(e.ok());
   ASSERT_EQ(e->dim, 2);
   EXPECT_FLOAT_EQ(e->row(0)[0], 0.6f);
   EXPECT_FLOAT_EQ(e->row(0)[1], 0.8f);
+  EmbedRequest raw = Request({std::vector<int32_t>(4, 3)});
+  raw.dimensions = 2;
+  Result<Embeddings> t = scheduler.Enqueue(std::move(raw)).get();
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->dim, 2);
+  EXPECT_FLOAT_EQ(t->row(0)[0], 3.0f);
+  EXPECT_FLOAT_EQ(t->row(0)[1], 4.0f);
   EmbedRequest too_wide = Request({Seq(1, 1)});
   too_wide.dimensions = FakeEngine::kDim + 1;
   EXPECT_EQ(scheduler.Enqueue(std::move(too_wide)).get().status().code(),

@@ -3,7 +3,7 @@
 // shapes, including ragged batches with sequences of length 1, odd lengths, lengths that are
 // not multiples of the 64-row tiles, and zero-length padding sequences.
 //
-// The references are deliberately independent of src/engine/cpu (so that this file also
+// The references are deliberately independent of src/backends/cpu (so that this file also
 // builds in ORCHID_ENGINE_ONLY trees, where the CPU engine is absent). Inputs are rounded to
 // bf16 before the reference sees them, so the only differences left are fp32-vs-double
 // arithmetic and the bf16 rounding of the outputs (relative ~2^-9): tolerances are set from
@@ -20,14 +20,15 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "engine/cuda/bf16_host.h"
-#include "engine/cuda/cuda_engine.h"
-#include "engine/cuda/gemm.h"
-#include "engine/cuda/ops.h"
+#include "backends/cuda/bf16_host.h"
+#include "runtime/cuda/cuda_engine.h"
+#include "backends/cuda/gemm.h"
+#include "backends/cuda/ops.h"
 
 namespace orchid::cuda {
 namespace {
@@ -235,6 +236,18 @@ TEST(CudaRowOpsTest, RefuseRowsOverTheSharedMemoryLimit) {
   }
 }
 
+// CopyColumns refuses a source narrower than what it copies, before touching the device.
+TEST(CudaElementOpsTest, CopyColumnsRefusesANarrowerSource) {
+  const bf16* in16 = nullptr;
+  const float* in32 = nullptr;
+  EXPECT_EQ(CopyColumns(in16, 1, 4, 8, static_cast<bf16*>(nullptr), nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(CopyColumns(in16, 1, 4, 8, static_cast<float*>(nullptr), nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(CopyColumns(in32, 1, 4, 8, static_cast<float*>(nullptr), nullptr),
+            cudaErrorInvalidValue);
+}
+
 TEST(CudaEngineNoDeviceTest, MakeFailsCleanlyWithoutADevice) {
   std::string why;
   if (CudaDeviceAvailable(&why)) {
@@ -334,6 +347,51 @@ TEST(CudaOpsTest, AddLayerNormInPlace) {
       }
       ExpectClose(DownloadBf16(*dr, size_t(T) * H), ref, 2e-2, 1e-2,
                   "AddLayerNorm H=" + std::to_string(H) + " T=" + std::to_string(T));
+    }
+  }
+}
+
+// AddLayerNorm with x == nullptr: a plain LayerNorm (in place and into another buffer).
+TEST(CudaOpsTest, LayerNormWithoutAdd) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(12);
+  for (int H : {64, 768, 1030}) {
+    for (bool in_place : {true, false}) {
+      const int T = 9;
+      auto res = RandomBf16(rng, size_t(T) * H, 2.f, 0.5f);
+      auto gamma = RandomF32(rng, size_t(H), 0.5f, 1.f), beta = RandomF32(rng, size_t(H), 0.2f);
+      std::unique_ptr<Dev<bf16>> dr(UploadBf16(res.bits));
+      Dev<float> dg(static_cast<size_t>(H)), db(static_cast<size_t>(H));
+      dg.Upload(gamma);
+      db.Upload(beta);
+      Dev<bf16> other(size_t(T) * H);
+      other.Poison();
+      bf16* out = in_place ? dr->get() : other.get();
+      CUDA_OK(AddLayerNorm(nullptr, dr->get(), dg.get(), db.get(), 1e-5f, T, H, out, nullptr));
+      CUDA_OK(cudaDeviceSynchronize());
+      std::vector<double> ref(size_t(T) * H);
+      for (int t = 0; t < T; ++t) {
+        double mean = 0, var = 0;
+        for (int j = 0; j < H; ++j) mean += res.f[size_t(t) * H + j];
+        mean /= H;
+        for (int j = 0; j < H; ++j) {
+          const double e = res.f[size_t(t) * H + j] - mean;
+          var += e * e;
+        }
+        var /= H;
+        for (int j = 0; j < H; ++j) {
+          ref[size_t(t) * H + j] =
+              (res.f[size_t(t) * H + j] - mean) / std::sqrt(var + 1e-5) * gamma[size_t(j)] +
+              beta[size_t(j)];
+        }
+      }
+      const std::string what =
+          "LayerNorm H=" + std::to_string(H) + (in_place ? " in place" : " out of place");
+      ExpectClose(DownloadBf16(in_place ? *dr : other, size_t(T) * H), ref, 2e-2, 1e-2, what);
+      if (!in_place) {  // the input is left as it was
+        const std::vector<float> kept = DownloadBf16(*dr, size_t(T) * H);
+        for (size_t i = 0; i < kept.size(); ++i) ASSERT_EQ(kept[i], res.f[i]) << what;
+      }
     }
   }
 }
@@ -498,6 +556,204 @@ TEST(CudaOpsTest, PoolNormalizeRagged) {
   ExpectClose(out.Download(), ref, 1e-5, 1e-4, "PoolNormalize", 1e-4);
 }
 
+double GeluErfRef(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+
+TEST(CudaOpsTest, GeluErfIsExactNotTheTanhApproximation) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(13);
+  struct Case {
+    int T, N;
+  };
+  for (const Case c : {Case{1, 8}, Case{7, 1000}, Case{300, 1536}}) {
+    const size_t n = size_t(c.T) * c.N;
+    auto x = RandomBf16(rng, n, 3.f);
+    std::unique_ptr<Dev<bf16>> dx(UploadBf16(x.bits));
+    CUDA_OK(GeluErf(dx->get(), c.T, c.N, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<double> ref(n);
+    for (size_t i = 0; i < n; ++i) ref[i] = GeluErfRef(x.f[i]);
+    ExpectClose(DownloadBf16(*dx, n), ref, 1e-2, 1e-2,
+                "GeluErf T=" + std::to_string(c.T) + " N=" + std::to_string(c.N));
+  }
+  // In the negative tail erf-GELU and the tanh approximation differ by 10 % or more (x = -3:
+  // -4.05e-3 vs -3.64e-3), far above bf16's 0.4 %: the kernel must match erf there.
+  const std::vector<float> tail{-4.f, -3.5f, -3.f, -2.5f, -2.f};
+  std::vector<Bits> bits;
+  for (float v : tail) bits.push_back(FloatToBf16Bits(v));
+  std::unique_ptr<Dev<bf16>> dt(UploadBf16(bits));
+  CUDA_OK(GeluErf(dt->get(), 1, int(tail.size()), nullptr));
+  CUDA_OK(cudaDeviceSynchronize());
+  std::vector<double> ref;
+  for (float v : tail) ref.push_back(GeluErfRef(v));
+  ExpectClose(DownloadBf16(*dt, tail.size()), ref, 1e-7, 1e-2, "GeluErf tail", 1e-2);
+
+  // fp32 storage (an fp32 GEMM output): fp32 accuracy, the tail included.
+  std::vector<float> xf = RandomF32(rng, 7 * 1000, 3.f);
+  xf.insert(xf.end(), tail.begin(), tail.end());
+  Dev<float> df(xf.size());
+  df.Upload(xf);
+  CUDA_OK(GeluErf(df.get(), 1, int(xf.size()), nullptr));
+  CUDA_OK(cudaDeviceSynchronize());
+  std::vector<double> ref_f;
+  for (float v : xf) ref_f.push_back(GeluErfRef(v));
+  ExpectClose(df.Download(), ref_f, 1e-6, 1e-5, "GeluErf fp32", 1e-5);
+}
+
+TEST(CudaOpsTest, TanhBf16AndFp32) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(14);
+  const int T = 5, N = 777;
+  const size_t n = size_t(T) * N;
+  auto x = RandomBf16(rng, n, 2.f);
+  std::unique_ptr<Dev<bf16>> dx(UploadBf16(x.bits));
+  CUDA_OK(Tanh(dx->get(), T, N, nullptr));
+  std::vector<float> xf = RandomF32(rng, n, 2.f);
+  Dev<float> df(n);
+  df.Upload(xf);
+  CUDA_OK(Tanh(df.get(), T, N, nullptr));
+  CUDA_OK(cudaDeviceSynchronize());
+  std::vector<double> ref(n), ref_f(n);
+  for (size_t i = 0; i < n; ++i) {
+    ref[i] = std::tanh(double(x.f[i]));
+    ref_f[i] = std::tanh(double(xf[i]));
+  }
+  ExpectClose(DownloadBf16(*dx, n), ref, 4e-3, 8e-3, "Tanh bf16");
+  ExpectClose(df.Download(), ref_f, 1e-6, 1e-5, "Tanh fp32", 1e-5);
+}
+
+TEST(CudaOpsTest, ResidualAddIntoBf16AndFp32) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(15);
+  for (int N : {8, 384, 1030}) {
+    const int T = 33;
+    const size_t n = size_t(T) * N;
+    auto delta = RandomBf16(rng, n, 0.5f), x = RandomBf16(rng, n, 2.f);
+    std::unique_ptr<Dev<bf16>> dd(UploadBf16(delta.bits)), dx(UploadBf16(x.bits));
+    std::vector<float> xf = RandomF32(rng, n, 2.f);
+    Dev<float> df(n);
+    df.Upload(xf);
+    CUDA_OK(ResidualAdd(dd->get(), dx->get(), T, N, nullptr));
+    CUDA_OK(ResidualAdd(dd->get(), df.get(), T, N, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<double> ref(n), ref_f(n);
+    for (size_t i = 0; i < n; ++i) {
+      ref[i] = double(x.f[i]) + delta.f[i];
+      ref_f[i] = double(xf[i]) + delta.f[i];
+    }
+    const std::string what = "ResidualAdd N=" + std::to_string(N);
+    ExpectClose(DownloadBf16(*dx, n), ref, 1e-2, 8e-3, what + " bf16");
+    ExpectClose(df.Download(), ref_f, 1e-6, 1e-6, what + " fp32", 1e-6);
+  }
+}
+
+TEST(CudaOpsTest, Fp32ToBf16RoundsToNearestEven) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(16);
+  const int T = 3, N = 1001;
+  std::vector<float> v = RandomF32(rng, size_t(T) * N, 10.f);
+  // Exact ties: 1 + 2^-8 rounds down to 1, 1 + 3 * 2^-8 up to 1 + 2^-6.
+  v[0] = 1.f + std::ldexp(1.f, -8);
+  v[1] = 1.f + 3 * std::ldexp(1.f, -8);
+  v[2] = -2.5f;
+  v[3] = 0.f;
+  Dev<float> dv(v.size());
+  dv.Upload(v);
+  Dev<bf16> out(v.size());
+  out.Poison();
+  CUDA_OK(Fp32ToBf16(dv.get(), T, N, out.get(), nullptr));
+  CUDA_OK(cudaDeviceSynchronize());
+  std::vector<Bits> got(v.size());
+  CUDA_OK(cudaMemcpy(got.data(), out.get(), got.size() * 2, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < v.size(); ++i) {
+    ASSERT_EQ(got[i], FloatToBf16Bits(v[i])) << "element " << i << " = " << v[i];
+  }
+}
+
+TEST(CudaOpsTest, CopyColumnsDropsThePadding) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(17);
+  struct Case {
+    int T, ld, N;
+  };
+  for (const Case c : {Case{1, 8, 1}, Case{5, 8, 3}, Case{64, 16, 16}, Case{130, 392, 385}}) {
+    auto in = RandomBf16(rng, size_t(c.T) * c.ld);
+    std::unique_ptr<Dev<bf16>> din(UploadBf16(in.bits));
+    const size_t n = size_t(c.T) * c.N;
+    Dev<bf16> ob(n);
+    Dev<float> of(n);
+    ob.Poison();
+    of.Poison();
+    CUDA_OK(CopyColumns(din->get(), c.T, c.ld, c.N, ob.get(), nullptr));
+    CUDA_OK(CopyColumns(din->get(), c.T, c.ld, c.N, of.get(), nullptr));
+    // fp32 -> fp32 (the padded fp32 output of a head's GEMM): values that are not bf16-exact.
+    const std::vector<float> in32 = RandomF32(rng, size_t(c.T) * c.ld);
+    Dev<float> din32(in32.size()), of32(n);
+    din32.Upload(in32);
+    of32.Poison();
+    CUDA_OK(CopyColumns(din32.get(), c.T, c.ld, c.N, of32.get(), nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    const std::vector<float> gb = DownloadBf16(ob, n), gf = of.Download(), g32 = of32.Download();
+    const std::string what = "CopyColumns T=" + std::to_string(c.T) +
+                             " ld=" + std::to_string(c.ld) + " N=" + std::to_string(c.N);
+    for (int t = 0; t < c.T; ++t) {
+      for (int j = 0; j < c.N; ++j) {
+        const float want = in.f[size_t(t) * c.ld + j];
+        ASSERT_EQ(gb[size_t(t) * c.N + j], want) << what << " bf16 (" << t << ", " << j << ")";
+        ASSERT_EQ(gf[size_t(t) * c.N + j], want) << what << " fp32 (" << t << ", " << j << ")";
+        ASSERT_EQ(g32[size_t(t) * c.N + j], in32[size_t(t) * c.ld + j])
+            << what << " fp32 -> fp32 (" << t << ", " << j << ")";
+      }
+    }
+  }
+}
+
+TEST(CudaOpsTest, GatherPooledRowsByMode) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(18);
+  // CLS, last token, a long sequence, a mean-pooled one (not a one-row mode: zeros) and
+  // zero-length padding sequences (mode 0: zeros).
+  const std::vector<int> lens{3, 1, 70, 5, 2, 0, 0};
+  const std::vector<uint8_t> mode{2, 3, 3, 2, 1, 0, 0};
+  std::vector<int32_t> cu{0};
+  for (int l : lens) cu.push_back(cu.back() + l);
+  const int S = int(lens.size()), T = cu.back() + 3;  // 3 rows outside every sequence
+  Dev<int32_t> dcu(cu.size());
+  dcu.Upload(cu);
+  Dev<uint8_t> dm(mode.size());
+  dm.Upload(mode);
+  auto source_row = [&](int s) {
+    if (lens[size_t(s)] == 0) return -1;
+    if (mode[size_t(s)] == 2) return cu[size_t(s)];
+    if (mode[size_t(s)] == 3) return cu[size_t(s) + 1] - 1;
+    return -1;
+  };
+  for (int W : {96, 1000}) {
+    auto in = RandomBf16(rng, size_t(T) * W);
+    std::unique_ptr<Dev<bf16>> din(UploadBf16(in.bits));
+    std::vector<float> inf = RandomF32(rng, size_t(T) * W);
+    Dev<float> dinf(inf.size());
+    dinf.Upload(inf);
+    Dev<bf16> ob(size_t(S) * W);
+    Dev<float> of(size_t(S) * W);
+    ob.Poison();
+    of.Poison();
+    CUDA_OK(GatherPooledRows(din->get(), W, dcu.get(), dm.get(), S, ob.get(), nullptr));
+    CUDA_OK(GatherPooledRows(dinf.get(), W, dcu.get(), dm.get(), S, of.get(), nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    const std::vector<float> gb = DownloadBf16(ob, size_t(S) * W), gf = of.Download();
+    for (int s = 0; s < S; ++s) {
+      const int src = source_row(s);
+      for (int j = 0; j < W; ++j) {
+        const size_t o = size_t(s) * W + j;
+        const float wb = src < 0 ? 0.f : in.f[size_t(src) * W + j];
+        const float wf = src < 0 ? 0.f : inf[size_t(src) * W + j];
+        ASSERT_EQ(gb[o], wb) << "GatherPooledRows bf16 W=" << W << " row " << s << " col " << j;
+        ASSERT_EQ(gf[o], wf) << "GatherPooledRows fp32 W=" << W << " row " << s << " col " << j;
+      }
+    }
+  }
+}
+
 // Attention: reference softmax(q k^T * scale) v per sequence and head, in double.
 void CheckAttention(std::mt19937& rng, AttentionVLoad vload, const std::vector<int>& lens,
                     int num_q, int num_kv, int d, bool causal) {
@@ -639,6 +895,79 @@ TEST(CudaOpsTest, LtGemmMatchesReference) {
                       std::to_string(c.K) + " ep=" + std::to_string(int(ep)));
     }
   }
+}
+
+// The fp32-output GEMM (the heads: scorer logits, classifier hidden layer): the fp32
+// accumulator and an fp32 bias reach the output unrounded. Inputs are bf16-exact, the bias is
+// not (it must be added in fp32), so against a double reference the only error left is fp32
+// accumulation: each element is held to 1e-5 of its condition scale sum_k |x_k w_k| + |b| (a
+// bf16-rounded output would be off by ~2^-9 |y|, far above), and the whole output to 1e-5
+// relative in the Frobenius norm. N includes padded head widths (8, 24).
+TEST(CudaOpsTest, LtGemmFp32OutputMatchesReference) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(19);
+  LtGemm gemm;
+  ASSERT_TRUE(gemm.Init().ok());
+  struct Case {
+    int T, N, K;
+  };
+  for (const Case c : {Case{1, 8, 64}, Case{4, 8, 1024}, Case{64, 384, 384}, Case{130, 24, 768},
+                       Case{33, 1024, 2560}}) {
+    for (GemmEpilogue ep : {GemmEpilogue::kNone, GemmEpilogue::kBias}) {
+      auto x = RandomBf16(rng, size_t(c.T) * c.K), w = RandomBf16(rng, size_t(c.N) * c.K, 0.05f);
+      const std::vector<float> bias = RandomF32(rng, size_t(c.N), 0.5f);
+      std::unique_ptr<Dev<bf16>> dx(UploadBf16(x.bits)), dw(UploadBf16(w.bits));
+      Dev<float> db(bias.size()), y(size_t(c.T) * c.N);
+      db.Upload(bias);
+      y.Poison();
+      const bool with_bias = ep != GemmEpilogue::kNone;
+      const Status st = gemm.Run(dx->get(), dw->get(), with_bias ? db.get() : nullptr, y.get(), c.T,
+                                 c.N, c.K, ep, nullptr);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      CUDA_OK(cudaDeviceSynchronize());
+      const std::vector<float> out = y.Download();
+      const std::string what = "fp32 gemm T=" + std::to_string(c.T) + " N=" + std::to_string(c.N) +
+                               " K=" + std::to_string(c.K) + " ep=" + std::to_string(int(ep));
+      double num = 0, den = 0;
+      size_t bad = 0;
+      for (int t = 0; t < c.T; ++t) {
+        for (int n = 0; n < c.N; ++n) {
+          double acc = 0, scale = 0;
+          for (int k = 0; k < c.K; ++k) {
+            const double p = double(x.f[size_t(t) * c.K + k]) * w.f[size_t(n) * c.K + k];
+            acc += p;
+            scale += std::fabs(p);
+          }
+          if (with_bias) {
+            acc += bias[size_t(n)];
+            scale += std::fabs(bias[size_t(n)]);
+          }
+          const double o = out[size_t(t) * c.N + n];
+          if (!std::isfinite(o) || std::fabs(o - acc) > 1e-5 * scale) {
+            if (bad < 5) {
+              ADD_FAILURE() << what << ": (" << t << ", " << n << ") is " << o << ", reference "
+                            << acc << " (scale " << scale << ")";
+            }
+            ++bad;
+          }
+          num += (o - acc) * (o - acc);
+          den += acc * acc;
+        }
+      }
+      EXPECT_EQ(bad, 0u) << what;
+      EXPECT_LE(std::sqrt(num / den), 1e-5) << what;
+    }
+  }
+  // The plan cache keys on the output type: the same shape into bf16 is a plan of its own.
+  const size_t plans = gemm.cached_plans();
+  Dev<bf16> x(64), w(8 * 64), y(8);
+  CUDA_OK(cudaMemset(x.get(), 0, 64 * sizeof(bf16)));
+  CUDA_OK(cudaMemset(w.get(), 0, 8 * 64 * sizeof(bf16)));
+  const Status st = gemm.Run(x.get(), w.get(), static_cast<const bf16*>(nullptr), y.get(), 1, 8, 64,
+                             GemmEpilogue::kNone, nullptr);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(gemm.cached_plans(), plans + 1);
 }
 
 }  // namespace

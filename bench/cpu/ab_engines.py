@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""A/B two builds of orchid's CPU engine on the same machine, in one run: the check that a
+refactor (issue 21: families on the op contract) leaves the CPU speed where it was.
+
+Both orchid_engine_bench binaries load the same model (the random-weight models of real sizes
+that families_vs_torch.py caches in models/bench/, and all-MiniLM-L6-v2) and time the same token
+ids; single runs alternate A, B, A, B ... until each side has >= --min-iters runs and
+>= --min-seconds, so a noisy neighbour's drift lands on both. Reports each side's median and the
+ratio B / A of medians (above 1: B is slower), and checks that both first outputs agree
+(cosine). Writes Markdown + JSON to bench/results/ab-engines-*.
+
+  .venv-bench/bin/python bench/cpu/ab_engines.py --a OLD/orchid_engine_bench \
+      --b build/orchid_engine_bench [--models xlmr-base,minilm-reranker] [--dtypes float32,bfloat16]
+"""
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench" / "cpu"))
+from engine_vs_torch import OrchidRunner, commit, machine  # noqa: E402
+from families_vs_torch import MODELS, make_model  # noqa: E402
+
+MINILM = "all-MiniLM-L6-v2"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--a", required=True, help="orchid_engine_bench, side A (before)")
+    ap.add_argument("--b", required=True, help="orchid_engine_bench, side B (after)")
+    ap.add_argument("--a-label", default="before")
+    ap.add_argument("--b-label", default="after")
+    ap.add_argument("--models", default=",".join([MINILM, *MODELS]))
+    ap.add_argument("--shapes", default="1x128,8x512", help="BATCHxLENGTH list")
+    ap.add_argument("--dtypes", default="float32")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--min-iters", type=int, default=5)
+    ap.add_argument("--min-seconds", type=float, default=2.0)
+    ap.add_argument("--gap", type=float, default=0.1)
+    ap.add_argument("--out", default=str(REPO / "bench" / "results"))
+    args = ap.parse_args()
+
+    rng = np.random.default_rng(0)
+    root = REPO / "models" / "bench"
+    root.mkdir(parents=True, exist_ok=True)
+    rows = []
+    shapes = [tuple(int(v) for v in x.split("x")) for x in args.shapes.split(",")]
+    for name in args.models.split(","):
+        d = REPO / "models" / MINILM if name == MINILM else make_model(name, root)
+        cases = [{"name": f"b{b}_l{n}", "seqs": rng.integers(1000, 30000, size=(b, n)).tolist()}
+                 for b, n in shapes]
+        ids_path = root / f"{name}.ab.ids.jsonl"
+        ids_path.write_text("".join(json.dumps(c) + "\n" for c in cases))
+        for dt in args.dtypes.split(","):
+            print(f"{name} {dt}: A and B alternating ...", file=sys.stderr, flush=True)
+            runners = {}
+            for side, binary in (("a", args.a), ("b", args.b)):
+                args.bench_bin = binary
+                runners[side] = OrchidRunner(args, d, ids_path, ["--dtype", dt])
+            for c in cases:
+                ms = {"a": [], "b": []}
+                while any(len(ms[s]) < args.min_iters or sum(ms[s]) / 1000 < args.min_seconds
+                          for s in ms):
+                    for s in ("a", "b"):
+                        ms[s].append(runners[s].run(c["name"]))
+                        time.sleep(args.gap)
+                fa, fb = runners["a"].first[c["name"]], runners["b"].first[c["name"]]
+                cos = float(fa @ fb / (np.linalg.norm(fa) * np.linalg.norm(fb) + 1e-30))
+                pa, pb = float(np.median(ms["a"])), float(np.median(ms["b"]))
+                rows.append({"model": name, "dtype": dt, "case": c["name"], "a_p50_ms": pa,
+                             "b_p50_ms": pb, "ratio": pb / pa, "runs": len(ms["a"]),
+                             "cosine_a_b": cos, "a_ms": ms["a"], "b_ms": ms["b"]})
+                print(f"  {c['name']}: A {pa:.1f} ms, B {pb:.1f} ms, B/A {pb / pa:.3f}, "
+                      f"cos {cos:.6f}", file=sys.stderr, flush=True)
+            for r in runners.values():
+                r.close()
+
+    date = datetime.datetime.now(datetime.timezone.utc)
+    base = os.path.join(args.out, "ab-engines-" + date.strftime("%Y%m%d-%H%M%S"))
+    ratios = np.array([r["ratio"] for r in rows])
+    lines = [
+        f"# CPU engine A/B: {args.a_label} (A) vs {args.b_label} (B)",
+        "",
+        f"- machine: {machine()}",
+        f"- commit: {commit()} (B); A: {args.a}",
+        f"- date: {date.strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- threads: {args.threads}; single runs alternating A, B until each has >= {args.min_iters} "
+        f"runs and >= {args.min_seconds} s; p50 = median run; ratio = B p50 / A p50 (> 1: B slower)",
+        f"- median ratio over all cases: {float(np.median(ratios)):.3f} "
+        f"(range {float(ratios.min()):.3f} to {float(ratios.max()):.3f})",
+        "",
+        "| model | dtype | case | A p50 ms | B p50 ms | B / A | runs | cosine A vs B (first output) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['dtype']} | {r['case']} | {r['a_p50_ms']:.1f} | "
+                     f"{r['b_p50_ms']:.1f} | {r['ratio']:.3f} | {r['runs']} | {r['cosine_a_b']:.6f} |")
+    Path(base + ".md").write_text("\n".join(lines) + "\n")
+    Path(base + ".json").write_text(json.dumps({"machine": machine(), "commit": commit(),
+                                                "date": date.isoformat(), "a": args.a, "b": args.b,
+                                                "rows": rows}, indent=1))
+    print("\n".join(lines))
+    print(f"wrote {base}.md", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+#include "backends/cpu/cpu_backend.h"
+
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "backends/cpu/attention.h"
+#include "backends/cpu/embedding.h"
+#include "backends/cpu/l2_normalize.h"
+#include "backends/cpu/layer_norm.h"
+#include "backends/cpu/pooling.h"
+#include "backends/cpu/rms_norm.h"
+#include "backends/cpu/rope.h"
+#include "backends/cpu/swiglu.h"
+
+namespace orchid {
+namespace {
+
+Tensor Copy(const Tensor& t) {
+  Tensor c(t.shape());
+  std::memcpy(c.data(), t.data(), t.numel() * sizeof(float));
+  return c;
+}
+
+}  // namespace
+
+void CpuBackend::Begin(const RaggedBatch& batch, bool allow_prune) {
+  batch_ = &batch;
+  prune_ = PooledRows(batch, &query_rows_, &pooled_rows_) && allow_prune;
+  const int S = batch.num_sequences();
+  pooled_cu_.assign(size_t(S) + 1, 0);
+  for (int s = 0; s < S; ++s) {
+    pooled_cu_[size_t(s) + 1] =
+        pooled_cu_[size_t(s)] + query_rows_[2 * size_t(s) + 1] - query_rows_[2 * size_t(s)];
+  }
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    const ops::Buffer b{int(i)};
+    if (decl(b).rows == ops::Rows::kPooled && !prune_) continue;
+    buffers_[i].Reserve(size_t(rows(b)) * size_t(decl(b).width));
+  }
+}
+
+int CpuBackend::rows(ops::Buffer b) const {
+  switch (decl(b).rows) {
+    case ops::Rows::kTokens:
+      return batch_->num_tokens();
+    case ops::Rows::kPooled:
+      return int(pooled_rows_.size());
+    case ops::Rows::kSequences:
+      return batch_->num_sequences();
+  }
+  return 0;
+}
+
+Result<int> CpuBackend::DoAddLinear(const Tensor& w, const Tensor* bias, ops::LinearOptions o) {
+  const WeightType type = o.full_precision && linear_weights_ == WeightType::kBfloat16
+                              ? WeightType::kFloat32
+                              : linear_weights_;
+  LinearLayer l;
+  l.weight = PackedWeight::Pack(w.data(), int(w.dim(0)), int(w.dim(1)), type);
+  if (bias != nullptr) {
+    l.bias = Copy(*bias);
+    l.has_bias = true;
+  }
+  linears_.push_back(std::move(l));
+  return int(linears_.size()) - 1;
+}
+
+Result<int> CpuBackend::DoAddNorm(ops::NormKind kind, const Tensor& weight, const Tensor* bias,
+                                  float eps) {
+  NormLayer n;
+  n.kind = kind;
+  n.weight = Copy(weight);
+  if (bias != nullptr) n.bias = Copy(*bias);
+  n.eps = eps;
+  norms_.push_back(std::move(n));
+  return int(norms_.size()) - 1;
+}
+
+Result<int> CpuBackend::DoAddTable(Tensor t) {
+  tables_.push_back(std::move(t));
+  return int(tables_.size()) - 1;
+}
+
+void CpuBackend::DoAddBuffer(const ops::BufferDecl& d) {
+  (void)d;
+  buffers_.emplace_back();
+}
+
+Status CpuBackend::DoEmbed(const ops::EmbedOp& op, ops::Buffer out) {
+  const RaggedBatch& batch = *batch_;
+  const int T = batch.num_tokens(), H = decl(out).width;
+  float* y = mut(out);
+  EmbeddingLookup(pool_, tables_[size_t(op.word.id)].data(), H, batch.token_ids.data(), T, y,
+                  false);
+  if (op.position.valid()) {
+    const int32_t* positions = batch.positions.data();
+    if (op.position_offset != 0) {
+      shifted_positions_.resize(size_t(T));
+      for (int i = 0; i < T; ++i) shifted_positions_[size_t(i)] = positions[i] + op.position_offset;
+      positions = shifted_positions_.data();
+    }
+    EmbeddingLookup(pool_, tables_[size_t(op.position.id)].data(), H, positions, T, y, true);
+  }
+  if (op.type.valid()) {
+    EmbeddingLookup(pool_, tables_[size_t(op.type.id)].data(), H,
+                    batch.token_type_ids.empty() ? nullptr : batch.token_type_ids.data(), T, y,
+                    true);
+  }
+  if (op.norm.valid()) return DoNorm(out, op.norm, out);
+  return Status::Ok();
+}
+
+Status CpuBackend::DoLinear(ops::Buffer in, ops::LinearWeight w, ops::Buffer out, ops::Epilogue e) {
+  const LinearLayer& l = linears_[size_t(w.id)];
+  LinearEpilogue epilogue = LinearEpilogue::kNone;
+  if (e == ops::Epilogue::kGelu) epilogue = LinearEpilogue::kGelu;
+  if (e == ops::Epilogue::kResidualAdd) epilogue = LinearEpilogue::kAccumulate;
+  orchid::Linear(pool_, data(in), rows(in), decl(in).width, l.weight,
+                 l.has_bias ? l.bias.data() : nullptr, mut(out), decl(out).width, epilogue);
+  return Status::Ok();
+}
+
+Status CpuBackend::DoNorm(ops::Buffer in, ops::NormWeight w, ops::Buffer out) {
+  const NormLayer& n = norms_[size_t(w.id)];
+  const int R = rows(in), H = w.width;
+  if (n.kind == ops::NormKind::kRmsNorm) {
+    RmsNorm(pool_, data(in), H, R, H, n.weight.data(), n.eps, mut(out), H);
+    return Status::Ok();
+  }
+  if (in.id != out.id) std::memcpy(mut(out), data(in), size_t(R) * size_t(H) * sizeof(float));
+  LayerNorm(pool_, mut(out), R, H, n.weight.data(), n.bias.data(), n.eps);
+  return Status::Ok();
+}
+
+Status CpuBackend::DoQkNormRope(ops::Buffer qkv, const ops::RopeOptions& o) {
+  const int T = rows(qkv), ld = decl(qkv).width;
+  float* q = mut(qkv);
+  float* k = q + o.num_heads * o.head_dim;
+  if (o.q_norm.valid()) {
+    const NormLayer& qn = norms_[size_t(o.q_norm.id)];
+    const NormLayer& kn = norms_[size_t(o.k_norm.id)];
+    RmsNormHeads(pool_, q, ld, T, o.num_heads, o.head_dim, qn.weight.data(), qn.eps);
+    RmsNormHeads(pool_, k, ld, T, o.num_kv_heads, o.head_dim, kn.weight.data(), kn.eps);
+  }
+  const int32_t* positions = batch_->positions.data();
+  ApplyRope(pool_, q, ld, T, o.num_heads, o.head_dim, positions, o.theta);
+  ApplyRope(pool_, k, ld, T, o.num_kv_heads, o.head_dim, positions, o.theta);
+  return Status::Ok();
+}
+
+Status CpuBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::AttentionOptions& o) {
+  const RaggedBatch& batch = *batch_;
+  const AttentionShape shape{o.num_heads, o.num_kv_heads, o.head_dim, o.causal,
+                             linear_weights_ == WeightType::kFloat32Blas};
+  if (decl(out).rows == ops::Rows::kTokens) {
+    RaggedAttention(pool_, data(qkv), batch.cu_seqlens.data(), batch.num_sequences(), shape,
+                    mut(out), &scores_);
+    return Status::Ok();
+  }
+  // Pooled rows: attention computes only their query rows (in place in a token-sized context),
+  // then they are gathered together.
+  const int width = decl(out).width;
+  full_context_.Reserve(size_t(batch.num_tokens()) * size_t(width));
+  RaggedAttention(pool_, data(qkv), batch.cu_seqlens.data(), batch.num_sequences(), shape,
+                  full_context_.data(), &scores_, query_rows_.data());
+  EmbeddingLookup(pool_, full_context_.data(), width, pooled_rows_.data(), int(pooled_rows_.size()),
+                  mut(out), false);
+  return Status::Ok();
+}
+
+Status CpuBackend::DoSwiGlu(ops::Buffer gate_up, ops::Buffer out) {
+  orchid::SwiGlu(pool_, data(gate_up), rows(gate_up), decl(out).width, mut(out));
+  return Status::Ok();
+}
+
+Status CpuBackend::DoActivate(ops::Buffer x, ops::Activation a) {
+  (void)a;  // kTanh, the only one
+  float* v = mut(x);
+  const size_t n = size_t(rows(x)) * size_t(decl(x).width);
+  for (size_t i = 0; i < n; ++i) v[i] = std::tanh(v[i]);
+  return Status::Ok();
+}
+
+Status CpuBackend::DoGatherPooled(ops::Buffer tokens, ops::Buffer pooled) {
+  EmbeddingLookup(pool_, data(tokens), decl(tokens).width, pooled_rows_.data(),
+                  int(pooled_rows_.size()), mut(pooled), false);
+  return Status::Ok();
+}
+
+Status CpuBackend::DoPool(ops::Buffer hidden, ops::Buffer out, bool normalize) {
+  const RaggedBatch& batch = *batch_;
+  const int S = batch.num_sequences(), H = decl(out).width;
+  const int32_t* cu =
+      decl(hidden).rows == ops::Rows::kPooled ? pooled_cu_.data() : batch.cu_seqlens.data();
+  orchid::Pool(data(hidden), H, cu, S, batch.pooling.data(), mut(out));
+  if (normalize) L2Normalize(mut(out), S, H, batch.normalize.data());
+  return Status::Ok();
+}
+
+}  // namespace orchid

@@ -1,0 +1,88 @@
+// CpuBackend: the op contract (ops/backend.h) on the CPU kernels of this folder.
+//
+// Weights: linear layers packed once for the chosen WeightType (linear.h; heads asked for at
+// full precision stay fp32 under kBfloat16), norms and tables as fp32 tensors. Activations are
+// fp32 buffers that grow to the largest batch seen and are reused. Ops run at once on the
+// calling thread and the pool (SetThreadPool). The fusions: a residual add is the GEMM's
+// accumulate epilogue, exact GELU the GEMM's GELU epilogue; a pruned last layer computes only
+// the pooled query rows in attention (PooledRows, pooling.h).
+//
+// Per batch: Begin(batch) sizes the buffers for its tokens, pooled rows and sequences and
+// decides whether the last layer is pruned (pooling reads fewer rows than all the tokens).
+// Thread safety: one batch at a time, from one thread.
+#pragma once
+
+#include <vector>
+
+#include "backends/cpu/linear.h"
+#include "backends/cpu/thread_pool.h"
+#include "core/tensor.h"
+#include "engine/ragged_batch.h"
+#include "ops/backend.h"
+
+namespace orchid {
+
+class CpuBackend final : public ops::Backend {
+ public:
+  explicit CpuBackend(WeightType linear_weights) : linear_weights_(linear_weights) {}
+  const char* name() const override { return "cpu"; }
+  WeightType linear_weights() const { return linear_weights_; }
+
+  void SetThreadPool(ThreadPool* pool) { pool_ = pool; }
+  // The batch the next ops run on; it must stay alive and unchanged until the pass is over.
+  // allow_prune = false computes every row of the last layer (per-token output).
+  void Begin(const RaggedBatch& batch, bool allow_prune = true);
+  bool prune_last_layer() const override { return prune_; }
+  // A buffer's rows for the current batch.
+  const float* data(ops::Buffer b) const { return buffers_[size_t(b.id)].data(); }
+
+ protected:
+  Result<int> DoAddLinear(const Tensor& w, const Tensor* bias, ops::LinearOptions o) override;
+  Result<int> DoAddNorm(ops::NormKind kind, const Tensor& weight, const Tensor* bias,
+                        float eps) override;
+  Result<int> DoAddTable(Tensor t) override;
+  void DoAddBuffer(const ops::BufferDecl& d) override;
+
+  Status DoEmbed(const ops::EmbedOp& op, ops::Buffer out) override;
+  Status DoLinear(ops::Buffer in, ops::LinearWeight w, ops::Buffer out, ops::Epilogue e) override;
+  Status DoNorm(ops::Buffer in, ops::NormWeight w, ops::Buffer out) override;
+  Status DoQkNormRope(ops::Buffer qkv, const ops::RopeOptions& o) override;
+  Status DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::AttentionOptions& o) override;
+  Status DoSwiGlu(ops::Buffer gate_up, ops::Buffer out) override;
+  Status DoActivate(ops::Buffer x, ops::Activation a) override;
+  Status DoGatherPooled(ops::Buffer tokens, ops::Buffer pooled) override;
+  Status DoPool(ops::Buffer hidden, ops::Buffer out, bool normalize) override;
+
+ private:
+  struct LinearLayer {
+    PackedWeight weight;
+    Tensor bias;  // empty: none
+    bool has_bias = false;
+  };
+  struct NormLayer {
+    ops::NormKind kind = ops::NormKind::kLayerNorm;
+    Tensor weight, bias;
+    float eps = 0;
+  };
+
+  int rows(ops::Buffer b) const;
+  float* mut(ops::Buffer b) { return buffers_[size_t(b.id)].data(); }
+
+  WeightType linear_weights_;
+  ThreadPool* pool_ = nullptr;
+  std::vector<LinearLayer> linears_;
+  std::vector<NormLayer> norms_;
+  std::vector<Tensor> tables_;
+  std::vector<Buffer<float>> buffers_;
+
+  // The current batch.
+  const RaggedBatch* batch_ = nullptr;
+  bool prune_ = false;
+  std::vector<int32_t> query_rows_;   // [2 S]: each sequence's pooled query rows (PooledRows)
+  std::vector<int32_t> pooled_rows_;  // the token index of each pooled row
+  std::vector<int32_t> pooled_cu_;    // [S + 1]: each sequence's pooled rows
+  std::vector<int32_t> shifted_positions_;
+  Buffer<float> scores_, full_context_;
+};
+
+}  // namespace orchid

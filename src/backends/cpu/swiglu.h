@@ -1,0 +1,12 @@
+// SwiGLU, the gated MLP activation of Qwen3 / Llama: out = silu(gate) * up, silu(g) = g / (1 + e^-g).
+#pragma once
+
+#include "backends/cpu/thread_pool.h"
+
+namespace orchid {
+
+// gate_up: [rows, 2 * dim], each row [gate (dim) | up (dim)] (the fused gate_proj and up_proj
+// outputs). out: [rows, dim], contiguous.
+void SwiGlu(ThreadPool* pool, const float* gate_up, int rows, int dim, float* out);
+
+}  // namespace orchid

@@ -1,0 +1,468 @@
+// CudaBackend (cuda_backend.h): weights, the arena, and each op as a launch sequence.
+#include "backends/cuda/cuda_backend.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "backends/cuda/bf16_host.h"
+#include "backends/cuda/cuda_check.h"
+
+namespace orchid::cuda {
+namespace {
+
+constexpr size_t kAlign = 256;
+size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+int RoundUp8(int n) { return (n + 7) / 8 * 8; }
+
+Status Unsupported(const std::string& what) {
+  return Status::Unimplemented("cuda backend: " + what);
+}
+
+}  // namespace
+
+CudaBackend::~CudaBackend() {
+  for (void* p : allocations_) cudaFree(p);
+}
+
+Status CudaBackend::Init() { return gemm_.Init(); }
+
+Result<void*> CudaBackend::DeviceAlloc(size_t bytes) {
+  void* p = nullptr;
+  ORCHID_CUDA_TRY(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
+  allocations_.push_back(p);
+  return p;
+}
+
+Result<bf16*> CudaBackend::UploadBf16(const float* src, size_t n, size_t padded_n) {
+  std::vector<uint16_t> h(padded_n, 0);  // the padding is zero
+  for (size_t i = 0; i < n; ++i) h[i] = FloatToBf16Bits(src[i]);
+  ORCHID_ASSIGN_OR_RETURN(void* p, DeviceAlloc(h.size() * sizeof(uint16_t)));
+  ORCHID_CUDA_TRY(cudaMemcpy(p, h.data(), h.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
+  return static_cast<bf16*>(p);
+}
+
+Result<float*> CudaBackend::UploadF32(const Tensor& t) {
+  return UploadF32(t.data(), t.numel(), t.numel());
+}
+
+Result<float*> CudaBackend::UploadF32(const float* src, size_t n, size_t padded_n) {
+  std::vector<float> h(padded_n, 0.f);  // the padding is zero
+  std::copy(src, src + n, h.begin());
+  ORCHID_ASSIGN_OR_RETURN(void* p, DeviceAlloc(h.size() * sizeof(float)));
+  ORCHID_CUDA_TRY(cudaMemcpy(p, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
+  return static_cast<float*>(p);
+}
+
+// --- load time -----------------------------------------------------------------------------
+
+Result<int> CudaBackend::DoAddLinear(const Tensor& w, const Tensor* bias, ops::LinearOptions o) {
+  (void)o;  // every product is bf16 on CUDA (cuda_backend.h)
+  LinearLayer l;
+  l.n = int(w.dim(0));
+  l.k = int(w.dim(1));
+  l.n_pad = RoundUp8(l.n);
+  if (l.n <= 0 || l.k <= 0 || l.k % 8 != 0) {
+    return Unsupported("a linear layer [" + std::to_string(l.n) + ", " + std::to_string(l.k) +
+                       "]: the input width must be a positive multiple of 8 (cuBLASLt "
+                       "alignment)");
+  }
+  // Zero rows n .. n_pad - 1: their outputs are zero and never copied out.
+  ORCHID_ASSIGN_OR_RETURN(
+      l.w, UploadBf16(w.data(), size_t(l.n) * size_t(l.k), size_t(l.n_pad) * size_t(l.k)));
+  if (bias != nullptr) {
+    // Both types: the GEMM's bias has its output's type (bf16 or fp32 buffer, known per op).
+    ORCHID_ASSIGN_OR_RETURN(l.bias, UploadBf16(bias->data(), size_t(l.n), size_t(l.n_pad)));
+    ORCHID_ASSIGN_OR_RETURN(l.bias_f32, UploadF32(bias->data(), size_t(l.n), size_t(l.n_pad)));
+  }
+  linears_.push_back(l);
+  return int(linears_.size()) - 1;
+}
+
+Result<int> CudaBackend::DoAddNorm(ops::NormKind kind, const Tensor& weight, const Tensor* bias,
+                                   float eps) {
+  NormLayer n;
+  n.kind = kind;
+  n.eps = eps;
+  ORCHID_ASSIGN_OR_RETURN(n.weight, UploadF32(weight));
+  if (bias != nullptr) {
+    ORCHID_ASSIGN_OR_RETURN(n.bias, UploadF32(*bias));
+  }
+  norms_.push_back(n);
+  return int(norms_.size()) - 1;
+}
+
+Result<int> CudaBackend::DoAddTable(Tensor t) {
+  ORCHID_ASSIGN_OR_RETURN(bf16 * p, UploadBf16(t.data(), t.numel(), t.numel()));
+  tables_.push_back(p);
+  return int(tables_.size()) - 1;
+}
+
+// --- plan and arena ------------------------------------------------------------------------
+
+Status CudaBackend::Plan(const std::function<Status()>& forward) {
+  if (allocated_) return Status::Internal("cuda backend: Plan after Allocate");
+  planning_ = true;
+  Status st;
+  for (bool prune : {false, true}) {
+    prune_ = prune;
+    pending_.reset();
+    st = forward();
+    if (st.ok()) st = Flush();
+    if (!st.ok()) break;
+  }
+  planning_ = false;
+  prune_ = false;
+  pending_.reset();
+  if (!st.ok()) return st;
+  planned_ = true;
+  return Status::Ok();
+}
+
+Status CudaBackend::Allocate(int max_tokens, int max_seqs) {
+  if (allocated_) return Status::Internal("cuda backend: Allocate called twice");
+  if (max_tokens <= 0 || max_seqs <= 0) {
+    return Status::Internal("cuda backend: Allocate needs positive bucket sizes");
+  }
+  max_tokens_ = max_tokens;
+  max_seqs_ = max_seqs;
+  auto max_rows = [&](ops::Rows r) {
+    return size_t(r == ops::Rows::kTokens ? max_tokens : max_seqs);
+  };
+
+  // Scratch capacities (bf16 elements).
+  if (planned_) {
+    for (int s = 0; s < kNumScratch; ++s) {
+      size_t elems = 0;
+      for (ops::Rows r : {ops::Rows::kTokens, ops::Rows::kPooled, ops::Rows::kSequences}) {
+        elems = std::max(elems, max_rows(r) * size_t(plan_width_[s][int(r)]));
+      }
+      scratch_elems_[s] = elems;
+    }
+  } else {
+    // No plan: the widest row any op could put there, over all tokens (a padded-width GEMM
+    // output may be fp32: two bf16 elements per value).
+    int width = 0;
+    for (const ops::BufferDecl& d : decls()) width = std::max(width, d.width);
+    for (const LinearLayer& l : linears_) {
+      width = std::max({width, l.n_pad == l.n ? l.n : 2 * l.n_pad, l.k});
+    }
+    for (size_t& e : scratch_elems_) e = size_t(max_tokens) * size_t(width);
+  }
+
+  const std::vector<ops::BufferDecl>& ds = decls();
+  std::vector<size_t> offsets(ds.size());
+  size_t total = 0;
+  for (size_t i = 0; i < ds.size(); ++i) {
+    const size_t elem = ds[i].precision == ops::Precision::kActivation ? 2 : 4;
+    offsets[i] = total;
+    total += AlignUp(max_rows(ds[i].rows) * size_t(ds[i].width) * elem);
+  }
+  size_t scratch_off[kNumScratch];
+  for (int s = 0; s < kNumScratch; ++s) {
+    scratch_off[s] = total;
+    total += AlignUp(scratch_elems_[s] * sizeof(uint16_t));
+  }
+  const size_t cu_off = total;
+  total += AlignUp((size_t(max_seqs) + 1) * sizeof(int32_t));
+  const size_t flags_off = total;
+  total += AlignUp(size_t(max_seqs));
+
+  ORCHID_ASSIGN_OR_RETURN(void* arena, DeviceAlloc(total));
+  arena_bytes_ = total;
+  auto* base = static_cast<unsigned char*>(arena);
+  buffers_.resize(ds.size());
+  for (size_t i = 0; i < ds.size(); ++i) buffers_[i] = base + offsets[i];
+  for (int s = 0; s < kNumScratch; ++s) {
+    scratch_[s] = scratch_elems_[s] > 0 ? reinterpret_cast<bf16*>(base + scratch_off[s]) : nullptr;
+  }
+  identity_cu_ = reinterpret_cast<int32_t*>(base + cu_off);
+  zero_flags_ = base + flags_off;
+
+  // Defined contents everywhere (GEMMs read padding rows; their results are never used), then
+  // the identity cu_seqlens.
+  ORCHID_CUDA_TRY(cudaMemsetAsync(arena, 0, total, stream_));
+  std::vector<int32_t> cu(size_t(max_seqs) + 1);
+  for (size_t i = 0; i < cu.size(); ++i) cu[i] = int32_t(i);
+  ORCHID_CUDA_TRY(cudaMemcpyAsync(identity_cu_, cu.data(), cu.size() * sizeof(int32_t),
+                                  cudaMemcpyHostToDevice, stream_));
+  ORCHID_CUDA_TRY(cudaStreamSynchronize(stream_));  // `cu` is a local
+  allocated_ = true;
+  return Status::Ok();
+}
+
+void CudaBackend::Begin(const Inputs& device_inputs, int tb, int sb, bool prune) {
+  in_ = device_inputs;
+  tb_ = tb;
+  sb_ = sb;
+  prune_ = prune;
+  pending_.reset();
+}
+
+Status CudaBackend::Finish() { return Flush(); }
+
+int CudaBackend::rows(ops::Buffer b) const {
+  return decl(b).rows == ops::Rows::kTokens ? tb_ : sb_;
+}
+
+Status CudaBackend::NeedScratch(Scratch s, ops::Rows domain, int width) {
+  if (planning_) {
+    int& w = plan_width_[s][int(domain)];
+    w = std::max(w, width);
+    return Status::Ok();
+  }
+  if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
+  const size_t rows_now = size_t(domain == ops::Rows::kTokens ? tb_ : sb_);
+  if (tb_ > max_tokens_ || sb_ > max_seqs_ || rows_now * size_t(width) > scratch_elems_[s]) {
+    return Status::Internal("cuda backend: scratch " + std::to_string(int(s)) + " holds " +
+                            std::to_string(scratch_elems_[s]) + " elements, the op needs " +
+                            std::to_string(rows_now * size_t(width)) +
+                            " (an op form that Plan did not see?)");
+  }
+  return Status::Ok();
+}
+
+Status CudaBackend::Touch(ops::Buffer b) {
+  if (pending_ && pending_->residual.id == b.id) return Flush();
+  return Status::Ok();
+}
+
+Status CudaBackend::Flush() {
+  if (!pending_) return Status::Ok();
+  const ops::Buffer r = pending_->residual;
+  pending_.reset();
+  if (planning_) return Status::Ok();
+  const int width = decl(r).width;
+  ORCHID_RETURN_IF_ERROR(NeedScratch(kDelta, decl(r).rows, width));
+  if (is_bf16(r)) {
+    ORCHID_CUDA_TRY(ResidualAdd(scratch_[kDelta], bf(r), rows(r), width, stream_));
+  } else {
+    ORCHID_CUDA_TRY(ResidualAdd(scratch_[kDelta], f32(r), rows(r), width, stream_));
+  }
+  return Status::Ok();
+}
+
+// --- ops -----------------------------------------------------------------------------------
+
+Status CudaBackend::DoEmbed(const ops::EmbedOp& op, ops::Buffer out) {
+  const int H = decl(out).width;
+  const bool with_norm = op.position.valid() && op.type.valid() && op.norm.valid() &&
+                         is_bf16(out) &&
+                         norms_[size_t(op.norm.id)].kind == ops::NormKind::kLayerNorm;
+  const bool gather = !op.position.valid() && !op.type.valid() && !op.norm.valid() && !is_bf16(out);
+  if (!with_norm && !gather) {
+    return Unsupported(
+        "Embed: word + position + token type embeddings with a LayerNorm into a "
+        "bf16 buffer, or word embeddings alone into an fp32 buffer");
+  }
+  ORCHID_RETURN_IF_ERROR(Touch(out));
+  if (planning_) return Status::Ok();
+  if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
+  if (gather) {
+    ORCHID_CUDA_TRY(EmbedGather(in_.ids, tables_[size_t(op.word.id)], tb_, H, f32(out), stream_));
+    return Status::Ok();
+  }
+  const NormLayer& n = norms_[size_t(op.norm.id)];
+  ORCHID_CUDA_TRY(EmbedLayerNorm(in_.ids, in_.types, in_.positions, op.position_offset,
+                                 tables_[size_t(op.word.id)], tables_[size_t(op.position.id)],
+                                 tables_[size_t(op.type.id)], n.weight, n.bias, n.eps, tb_, H,
+                                 bf(out), stream_));
+  return Status::Ok();
+}
+
+Status CudaBackend::DoLinear(ops::Buffer in, ops::LinearWeight w, ops::Buffer out,
+                             ops::Epilogue e) {
+  const LinearLayer& l = linears_[size_t(w.id)];
+  const bool residual = e == ops::Epilogue::kResidualAdd;
+  if (residual && l.n_pad != l.n) {
+    return Unsupported("a residual add into a buffer of width " + std::to_string(l.n) +
+                       " (not a multiple of 8)");
+  }
+  ORCHID_RETURN_IF_ERROR(Touch(in));
+  // The delta scratch holds one pending add: a new one flushes whatever is pending.
+  ORCHID_RETURN_IF_ERROR(residual ? Flush() : Touch(out));
+
+  const ops::Rows domain = decl(in).rows;
+  const bf16* x = nullptr;
+  if (is_bf16(in)) {
+    x = bf(in);
+  } else {
+    ORCHID_RETURN_IF_ERROR(NeedScratch(kConvertIn, domain, l.k));
+    x = scratch_[kConvertIn];
+  }
+  // The GEMM's output: bf16 (y) or, for an fp32 buffer outside a residual add, fp32 (y32),
+  // straight into `out` when its width needs no padding, else into convert_out scratch.
+  const bool fp32_out = !residual && !is_bf16(out);
+  const bool direct = !residual && l.n_pad == l.n;
+  bf16* y = nullptr;
+  float* y32 = nullptr;
+  if (residual) {
+    ORCHID_RETURN_IF_ERROR(NeedScratch(kDelta, decl(out).rows, l.n));
+    y = scratch_[kDelta];
+  } else if (direct) {
+    if (fp32_out) {
+      y32 = f32(out);
+    } else {
+      y = bf(out);
+    }
+  } else {
+    ORCHID_RETURN_IF_ERROR(NeedScratch(kConvertOut, domain, fp32_out ? 2 * l.n_pad : l.n_pad));
+    if (fp32_out) {
+      y32 = reinterpret_cast<float*>(scratch_[kConvertOut]);
+    } else {
+      y = scratch_[kConvertOut];
+    }
+  }
+  if (planning_) {
+    if (residual) pending_ = Pending{out};
+    return Status::Ok();
+  }
+
+  const int R = rows(in);
+  if (!is_bf16(in)) ORCHID_CUDA_TRY(Fp32ToBf16(f32(in), R, l.k, scratch_[kConvertIn], stream_));
+  const GemmEpilogue ep = l.bias != nullptr ? GemmEpilogue::kBias : GemmEpilogue::kNone;
+  if (fp32_out) {
+    ORCHID_RETURN_IF_ERROR(gemm_.Run(x, l.w, l.bias_f32, y32, R, l.n_pad, l.k, ep, stream_));
+    if (e == ops::Epilogue::kGelu) ORCHID_CUDA_TRY(GeluErf(y32, R, l.n_pad, stream_));
+    if (!direct) ORCHID_CUDA_TRY(CopyColumns(y32, R, l.n_pad, l.n, f32(out), stream_));
+    return Status::Ok();
+  }
+  ORCHID_RETURN_IF_ERROR(gemm_.Run(x, l.w, l.bias, y, R, l.n_pad, l.k, ep, stream_));
+  if (e == ops::Epilogue::kGelu) ORCHID_CUDA_TRY(GeluErf(y, R, l.n_pad, stream_));
+  if (residual) {
+    pending_ = Pending{out};
+    return Status::Ok();
+  }
+  if (!direct) ORCHID_CUDA_TRY(CopyColumns(y, R, l.n_pad, l.n, bf(out), stream_));
+  return Status::Ok();
+}
+
+Status CudaBackend::DoNorm(ops::Buffer in, ops::NormWeight w, ops::Buffer out) {
+  const NormLayer& n = norms_[size_t(w.id)];
+  const bool layer_norm = n.kind == ops::NormKind::kLayerNorm;
+  if (layer_norm && (!is_bf16(in) || !is_bf16(out))) {
+    return Unsupported("LayerNorm on bf16 buffers only");
+  }
+  if (!layer_norm && (is_bf16(in) || !is_bf16(out))) {
+    return Unsupported("RMSNorm from an fp32 buffer into a bf16 buffer only");
+  }
+  // A pending add into `in` fuses: LayerNorm only in place (the kernel does not write the sum
+  // back to `in` otherwise); RMSNorm always (AddRmsNorm updates the fp32 residual in place).
+  const bool pending_on_in = pending_ && pending_->residual.id == in.id;
+  const bool fuse = pending_on_in && (!layer_norm || in.id == out.id);
+  if (fuse) {
+    pending_.reset();
+  } else {
+    ORCHID_RETURN_IF_ERROR(Touch(in));
+    ORCHID_RETURN_IF_ERROR(Touch(out));
+  }
+  if (planning_) return Status::Ok();
+  if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
+  const bf16* delta = fuse ? scratch_[kDelta] : nullptr;
+  const int R = rows(in), H = w.width;
+  if (layer_norm) {
+    ORCHID_CUDA_TRY(AddLayerNorm(delta, bf(in), n.weight, n.bias, n.eps, R, H, bf(out), stream_));
+  } else {
+    ORCHID_CUDA_TRY(AddRmsNorm(delta, f32(in), n.weight, n.eps, R, H, bf(out), stream_));
+  }
+  return Status::Ok();
+}
+
+Status CudaBackend::DoQkNormRope(ops::Buffer qkv, const ops::RopeOptions& o) {
+  if (!is_bf16(qkv)) return Unsupported("QkNormRope on a bf16 buffer only");
+  if (o.head_dim > 256) return Unsupported("QkNormRope with head_dim > 256");
+  const NormLayer* q = o.q_norm.valid() ? &norms_[size_t(o.q_norm.id)] : nullptr;
+  const NormLayer* k = o.k_norm.valid() ? &norms_[size_t(o.k_norm.id)] : nullptr;
+  if (q != nullptr && (q->kind != ops::NormKind::kRmsNorm || k->kind != ops::NormKind::kRmsNorm ||
+                       q->eps != k->eps)) {
+    return Unsupported("QkNormRope: q and k norms must be RMSNorms with one epsilon");
+  }
+  ORCHID_RETURN_IF_ERROR(Touch(qkv));
+  if (planning_) return Status::Ok();
+  if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
+  ORCHID_CUDA_TRY(cuda::QkNormRope(bf(qkv), in_.positions, q != nullptr ? q->weight : nullptr,
+                                   k != nullptr ? k->weight : nullptr, q != nullptr ? q->eps : 0.f,
+                                   float(o.theta), tb_, o.num_heads, o.num_kv_heads, o.head_dim,
+                                   stream_));
+  return Status::Ok();
+}
+
+Status CudaBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::AttentionOptions& o) {
+  if (!is_bf16(qkv) || !is_bf16(out)) return Unsupported("Attention on bf16 buffers only");
+  if (!AttentionHeadDimSupported(o.head_dim)) {
+    return Unsupported("Attention with head_dim " + std::to_string(o.head_dim) +
+                       " (supported: 32, 64, 80, 96, 128)");
+  }
+  ORCHID_RETURN_IF_ERROR(Touch(qkv));
+  ORCHID_RETURN_IF_ERROR(Touch(out));
+  const bool pooled = decl(out).rows == ops::Rows::kPooled;
+  const int W = decl(out).width;
+  if (pooled) ORCHID_RETURN_IF_ERROR(NeedScratch(kAttention, ops::Rows::kTokens, W));
+  if (planning_) return Status::Ok();
+  if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
+  const float scale = 1.f / std::sqrt(float(o.head_dim));
+  bf16* dst = pooled ? scratch_[kAttention] : bf(out);
+  ORCHID_CUDA_TRY(RaggedFlashAttention(bf(qkv), in_.cu, in_.tile_seq, in_.tile_q0, in_.num_tiles,
+                                       o.num_heads, o.num_kv_heads, o.head_dim, scale, o.causal,
+                                       dst, stream_));
+  if (pooled) {
+    ORCHID_CUDA_TRY(
+        GatherPooledRows(scratch_[kAttention], W, in_.cu, in_.mode, sb_, bf(out), stream_));
+  }
+  return Status::Ok();
+}
+
+Status CudaBackend::DoSwiGlu(ops::Buffer gate_up, ops::Buffer out) {
+  if (!is_bf16(gate_up) || !is_bf16(out)) return Unsupported("SwiGlu on bf16 buffers only");
+  ORCHID_RETURN_IF_ERROR(Touch(gate_up));
+  ORCHID_RETURN_IF_ERROR(Touch(out));
+  if (planning_) return Status::Ok();
+  if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
+  ORCHID_CUDA_TRY(cuda::SwiGlu(bf(gate_up), rows(out), decl(out).width, bf(out), stream_));
+  return Status::Ok();
+}
+
+Status CudaBackend::DoActivate(ops::Buffer x, ops::Activation a) {
+  if (a != ops::Activation::kTanh) return Unsupported("an activation other than tanh");
+  ORCHID_RETURN_IF_ERROR(Touch(x));
+  if (planning_) return Status::Ok();
+  if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
+  if (is_bf16(x)) {
+    ORCHID_CUDA_TRY(Tanh(bf(x), rows(x), decl(x).width, stream_));
+  } else {
+    ORCHID_CUDA_TRY(Tanh(f32(x), rows(x), decl(x).width, stream_));
+  }
+  return Status::Ok();
+}
+
+Status CudaBackend::DoGatherPooled(ops::Buffer tokens, ops::Buffer pooled) {
+  ORCHID_RETURN_IF_ERROR(Touch(tokens));
+  ORCHID_RETURN_IF_ERROR(Touch(pooled));
+  if (planning_) return Status::Ok();
+  if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
+  const int W = decl(pooled).width;
+  if (is_bf16(pooled)) {
+    ORCHID_CUDA_TRY(GatherPooledRows(bf(tokens), W, in_.cu, in_.mode, sb_, bf(pooled), stream_));
+  } else {
+    ORCHID_CUDA_TRY(GatherPooledRows(f32(tokens), W, in_.cu, in_.mode, sb_, f32(pooled), stream_));
+  }
+  return Status::Ok();
+}
+
+Status CudaBackend::DoPool(ops::Buffer hidden, ops::Buffer out, bool normalize) {
+  if (!is_bf16(hidden)) return Unsupported("Pool from a bf16 buffer only");
+  ORCHID_RETURN_IF_ERROR(Touch(hidden));
+  ORCHID_RETURN_IF_ERROR(Touch(out));
+  if (planning_) return Status::Ok();
+  if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
+  // A kPooled input holds one row per sequence already: pool it as one-row sequences.
+  const int32_t* cu = decl(hidden).rows == ops::Rows::kPooled ? identity_cu_ : in_.cu;
+  const uint8_t* flags = normalize ? in_.norm : zero_flags_;
+  ORCHID_CUDA_TRY(
+      PoolNormalize(bf(hidden), cu, in_.mode, flags, sb_, decl(out).width, f32(out), stream_));
+  return Status::Ok();
+}
+
+}  // namespace orchid::cuda

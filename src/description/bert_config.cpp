@@ -1,0 +1,78 @@
+#include "description/bert_config.h"
+
+#include <fmt/format.h>
+
+#include "description/json_file.h"
+
+namespace orchid {
+Result<BertConfig> ReadBertConfig(const std::string& path) {
+  ORCHID_ASSIGN_OR_RETURN(JsonFile f, JsonFile::Read(path));
+  BertConfig c;
+  ORCHID_RETURN_IF_ERROR(f.Size("vocab_size", 1 << 24, &c.vocab_size));
+  ORCHID_RETURN_IF_ERROR(f.Size("hidden_size", 1 << 16, &c.hidden_size));
+  ORCHID_RETURN_IF_ERROR(f.Size("num_hidden_layers", 1024, &c.num_hidden_layers));
+  ORCHID_RETURN_IF_ERROR(f.Size("num_attention_heads", 1024, &c.num_attention_heads));
+  ORCHID_RETURN_IF_ERROR(f.Size("intermediate_size", 1 << 18, &c.intermediate_size));
+  ORCHID_RETURN_IF_ERROR(
+      f.Size("max_position_embeddings", 1 << 20, &c.max_position_embeddings));
+  if (f.Has("type_vocab_size")) {
+    ORCHID_RETURN_IF_ERROR(f.Size("type_vocab_size", 1 << 16, &c.type_vocab_size));
+  }
+  if (c.hidden_size % c.num_attention_heads != 0) {
+    return f.FieldError("num_attention_heads", fmt::format("({}) does not divide hidden_size ({})",
+                                                           c.num_attention_heads, c.hidden_size));
+  }
+  ORCHID_ASSIGN_OR_RETURN(double eps, f.Number("layer_norm_eps", 1e-12));
+  if (!(eps > 0 && eps < 1)) return f.FieldError("layer_norm_eps", "must be in (0, 1)");
+  c.layer_norm_eps = float(eps);
+  ORCHID_ASSIGN_OR_RETURN(c.hidden_act, f.String("hidden_act", "gelu"));
+  if (c.hidden_act != "gelu") {
+    return f.FieldError("hidden_act",
+                        fmt::format("is \"{}\"; only \"gelu\" is supported", c.hidden_act));
+  }
+  ORCHID_ASSIGN_OR_RETURN(std::string pos, f.String("position_embedding_type", "absolute"));
+  if (pos != "absolute") {
+    return f.FieldError("position_embedding_type",
+                        fmt::format("is \"{}\"; only \"absolute\" is supported", pos));
+  }
+  ORCHID_ASSIGN_OR_RETURN(int64_t pad, f.Int("pad_token_id", 0));
+  if (pad < 0 || pad >= c.vocab_size) return f.FieldError("pad_token_id", "is out of the vocabulary");
+  c.pad_token_id = int(pad);
+  c.num_labels = 2;  // transformers' PretrainedConfig default
+  simdjson::dom::object labels;
+  if (!f.root()["id2label"].get_object().get(labels)) {
+    c.num_labels = int(labels.size());
+    if (c.num_labels <= 0 || c.num_labels > 1 << 16) {
+      return f.FieldError("id2label", "must name between 1 and 65536 labels");
+    }
+    // {"0": "negative", "1": "positive"}: every id from 0 to n-1 once, each with a string name.
+    c.labels.assign(size_t(c.num_labels), std::string());
+    std::vector<bool> seen(size_t(c.num_labels), false);
+    for (simdjson::dom::key_value_pair kv : labels) {
+      const std::string_view key = kv.key;
+      size_t id = 0;
+      bool digits = !key.empty() && key.size() <= 6;
+      for (char ch : key) {
+        digits = digits && ch >= '0' && ch <= '9';
+        if (digits) id = id * 10 + size_t(ch - '0');
+      }
+      if (!digits || id >= size_t(c.num_labels) || seen[id] || (key.size() > 1 && key[0] == '0')) {
+        return f.FieldError("id2label", fmt::format("has the key \"{}\"; its keys must be the ids "
+                                                    "0 to {}, each once",
+                                                    key, c.num_labels - 1));
+      }
+      std::string_view name;
+      if (kv.value.get_string().get(name)) {
+        return f.FieldError("id2label",
+                            fmt::format("\"{}\" must name its label with a string", key));
+      }
+      seen[id] = true;
+      c.labels[id] = std::string(name);
+    }
+  }
+  ORCHID_ASSIGN_OR_RETURN(std::string problem, f.String("problem_type", ""));
+  c.multi_label = problem == "multi_label_classification";
+  return c;
+}
+
+}  // namespace orchid

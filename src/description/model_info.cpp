@@ -1,0 +1,19 @@
+#include "description/model_info.h"
+
+namespace orchid {
+
+const char* PoolingName(Pooling p) {
+  switch (p) {
+    case Pooling::kNone:
+      return "none";
+    case Pooling::kMean:
+      return "mean";
+    case Pooling::kCls:
+      return "cls";
+    case Pooling::kLastToken:
+      return "last_token";
+  }
+  return "unknown";
+}
+
+}  // namespace orchid

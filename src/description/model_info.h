@@ -1,0 +1,76 @@
+// What a served model is, as the engine, the worker and the gateway all see it: its task,
+// widths, pooling, pair format and native quantization. Plain data, no kernels: the gateway
+// includes this without linking any backend. The registry (registry.h) fills it in from
+// config.json and the sentence-transformers modules.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace orchid {
+
+enum class Pooling : uint8_t {
+  kNone = 0,   // no pooling: (reserved for per-token output)
+  kMean,       // mean over the sequence's tokens
+  kCls,        // first token
+  kLastToken,  // last token of the sequence
+};
+
+const char* PoolingName(Pooling p);
+
+// What a model's output rows are.
+enum class ModelTask : uint8_t {
+  kEmbed,  // one pooled (optionally normalised) vector of hidden_size values per sequence
+  kScore,  // rerankers / cross-encoders: the family's head maps the pooled vector to
+           // num_labels logits
+};
+
+// How a scorer's logit becomes the relevance score the APIs return when raw scores are not
+// asked for (sentence-transformers' CrossEncoder default for one label: sigmoid).
+enum class ScoreActivation : uint8_t { kSigmoid, kIdentity };
+
+// How a scorer's (query, document) pair becomes one input sequence.
+enum class PairFormat : uint8_t {
+  kTokenizerPair,      // the tokenizer's pair template with token types (BERT / XLM-R
+                       // cross-encoders: [CLS] q [SEP] d [SEP])
+  kQwen3RerankerChat,  // Qwen3-Reranker's chat template around <Instruct>, <Query>, <Document>,
+                       // one single sequence; the model's head gives logit(yes) - logit(no)
+};
+
+// Output encodings a model asks for natively (pplx-embed: int8 = round(tanh(x) * 127)).
+enum class NativeQuantization : uint8_t { kNone, kTanhInt8 };
+
+struct ModelInfo {
+  std::string architecture;  // e.g. "BertModel", "XLMRobertaModel", "Qwen3Model"
+  int32_t vocab_size = 0;
+  // Token types the model embeds (BERT: 2). 1 for models without them: type ids must be 0.
+  int type_vocab_size = 1;
+  int hidden_size = 0;  // width of the transformer and of the pooled vector
+  // Positions a sequence may use (0 .. max_position_embeddings - 1), after any offset the
+  // family adds (XLM-R numbers positions from padding_idx + 1).
+  int max_position_embeddings = 0;
+  int max_seq_length = 0;  // the longest input the model accepts (sentence-transformers)
+  Pooling default_pooling = Pooling::kMean;
+  bool default_normalize = false;  // sentence-transformers' 2_Normalize module present
+  bool causal = false;             // decoder attention (each token sees only earlier ones)
+  ModelTask task = ModelTask::kEmbed;
+  int num_labels = 0;  // scorers: logits per sequence (1 for rerankers)
+  // Scorers: each logit's name (config.json's id2label; empty: LABEL_0, LABEL_1, ...), and
+  // whether the labels are independent (problem_type multi_label_classification: a sigmoid per
+  // label in /predict) rather than exclusive classes (a softmax over them).
+  std::vector<std::string> labels;
+  bool multi_label = false;
+  ScoreActivation score_activation = ScoreActivation::kSigmoid;
+  PairFormat pair_format = PairFormat::kTokenizerPair;
+  NativeQuantization native_quantization = NativeQuantization::kNone;
+
+  // Width of the rows the engine returns: hidden_size for embedders, num_labels for scorers.
+  int output_dim() const { return task == ModelTask::kScore ? num_labels : hidden_size; }
+  // Label i's name: labels[i], or transformers' default "LABEL_<i>".
+  std::string label(int i) const {
+    return size_t(i) < labels.size() ? labels[size_t(i)] : "LABEL_" + std::to_string(i);
+  }
+};
+
+}  // namespace orchid

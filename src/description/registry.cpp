@@ -1,0 +1,261 @@
+#include "description/registry.h"
+
+#include <filesystem>
+#include <initializer_list>
+
+#include "description/json_file.h"
+#include "description/sentence_transformers.h"
+
+namespace orchid {
+namespace {
+
+// The architecture named by config.json: architectures[0], else model_type.
+Result<std::string> ReadArchitecture(const JsonFile& config) {
+  simdjson::dom::array archs;
+  if (!config.root()["architectures"].get_array().get(archs) && archs.size() > 0) {
+    std::string_view name;
+    if (archs.at(0).get_string().get(name)) {
+      return config.FieldError("architectures", "must be an array of strings");
+    }
+    return std::string(name);
+  }
+  ORCHID_ASSIGN_OR_RETURN(std::string type, config.String("model_type", ""));
+  if (type.empty()) {
+    return Status::Corrupt(config.path() + ": neither \"architectures\" nor \"model_type\" is set");
+  }
+  return type;
+}
+
+struct Architecture {
+  bool known = false;
+  FamilyKind family = FamilyKind::kBert;
+  bool xlmr = false;        // RoBERTa-style positions (offset by padding_idx + 1)
+  bool classifier = false;  // *ForSequenceClassification: a cross-encoder
+  bool causal_lm = false;   // *ForCausalLM
+};
+
+Architecture Classify(const std::string& arch, const std::string& model_type) {
+  auto is = [&](std::initializer_list<const char*> names) {
+    for (const char* n : names) {
+      if (arch == n) return true;
+    }
+    return false;
+  };
+  if (is({"BertModel", "bert", "BertForMaskedLM", "BertForPreTraining"})) {
+    return {true, FamilyKind::kBert};
+  }
+  if (is({"BertForSequenceClassification"})) return {true, FamilyKind::kBert, false, true};
+  if (is({"XLMRobertaModel", "xlm-roberta", "XLMRobertaForMaskedLM", "RobertaModel", "roberta",
+          "RobertaForMaskedLM"})) {
+    return {true, FamilyKind::kBert, true};
+  }
+  if (is({"XLMRobertaForSequenceClassification", "RobertaForSequenceClassification"})) {
+    return {true, FamilyKind::kBert, true, true};
+  }
+  // pplx-embed-v1: Qwen3 with bidirectional attention (its config says so) and int8 output.
+  if (is({"Qwen3Model", "qwen3", "PPLXQwen3Model"})) return {true, FamilyKind::kQwen3};
+  if (is({"Qwen3ForCausalLM"})) return {true, FamilyKind::kQwen3, false, false, true};
+  // Custom heads over the Qwen3 body (pplx-embed-v1's remote code) keep model_type "qwen3".
+  if (model_type == "qwen3" || model_type == "bidirectional_pplx_qwen3") {
+    return {true, FamilyKind::kQwen3};
+  }
+  return {};
+}
+
+// config.json's "sentence_transformers": {"activation_fn": "torch.nn.modules.linear.Identity"}
+// (how sentence-transformers' CrossEncoder records a raw-logit model); sigmoid otherwise.
+Result<ScoreActivation> ReadScoreActivation(const JsonFile& config) {
+  simdjson::dom::element st;
+  if (config.root()["sentence_transformers"].get(st)) return ScoreActivation::kSigmoid;
+  std::string_view fn;
+  if (st["activation_fn"].get_string().get(fn)) return ScoreActivation::kSigmoid;
+  if (fn.find("Identity") != std::string_view::npos) return ScoreActivation::kIdentity;
+  if (fn.find("Sigmoid") != std::string_view::npos) return ScoreActivation::kSigmoid;
+  return config.FieldError(
+      "sentence_transformers.activation_fn",
+      "is \"" + std::string(fn) + "\"; only Sigmoid and Identity are supported");
+}
+
+// The id of `token` in tokenizer.json: an added token's id, else model.vocab[token].
+Result<int32_t> VocabId(const std::string& tokenizer_path, const std::string& token) {
+  ORCHID_ASSIGN_OR_RETURN(JsonFile tok, JsonFile::Read(tokenizer_path));
+  simdjson::dom::array added;
+  if (!tok.root()["added_tokens"].get_array().get(added)) {
+    for (simdjson::dom::element t : added) {
+      std::string_view content;
+      int64_t id = 0;
+      if (!t["content"].get_string().get(content) && content == token &&
+          !t["id"].get_int64().get(id)) {
+        return int32_t(id);
+      }
+    }
+  }
+  int64_t id = 0;
+  if (tok.root()["model"]["vocab"][token].get_int64().get(id)) {
+    return Status::Corrupt(tokenizer_path + ": the reranker needs the token \"" + token +
+                           "\" and the vocabulary has none");
+  }
+  return int32_t(id);
+}
+
+Status CheckWordEmbeddingDimension(const ModelSpec& spec, const SentenceTransformersConfig& st) {
+  if (st.word_embedding_dimension == 0 || st.word_embedding_dimension == spec.info.hidden_size) {
+    return Status::Ok();
+  }
+  return Status::Corrupt(spec.dir + ": the pooling config's word_embedding_dimension (" +
+                         std::to_string(st.word_embedding_dimension) +
+                         ") differs from config.json hidden_size (" +
+                         std::to_string(spec.info.hidden_size) + ")");
+}
+
+int MaxSeqLength(const SentenceTransformersConfig& st, int usable_positions) {
+  return st.max_seq_length > 0 && st.max_seq_length < usable_positions ? st.max_seq_length
+                                                                       : usable_positions;
+}
+
+Status DescribeBert(const Architecture& kind, const JsonFile& config,
+                    const SentenceTransformersConfig& st, ModelSpec* spec) {
+  ORCHID_ASSIGN_OR_RETURN(spec->bert, ReadBertConfig(spec->config_path));
+  BertConfig& bert = spec->bert;
+  if (kind.xlmr) bert.position_offset = bert.pad_token_id + 1;
+  if (bert.position_offset >= bert.max_position_embeddings) {
+    return config.FieldError("max_position_embeddings",
+                             "leaves no position after the padding offset");
+  }
+  ModelInfo& info = spec->info;
+  info.vocab_size = bert.vocab_size;
+  info.type_vocab_size = bert.type_vocab_size;
+  info.hidden_size = bert.hidden_size;
+  // The engine checks positions against this: the offset uses up the first positions.
+  info.max_position_embeddings = bert.max_position_embeddings - bert.position_offset;
+  ORCHID_RETURN_IF_ERROR(CheckWordEmbeddingDimension(*spec, st));
+  info.max_seq_length = MaxSeqLength(st, info.max_position_embeddings);
+  if (kind.classifier) {
+    spec->head = kind.xlmr ? HeadKind::kRobertaClassifier : HeadKind::kBertPooler;
+    bert.head = kind.xlmr ? BertConfig::Head::kRobertaClassifier : BertConfig::Head::kBertPooler;
+    info.task = ModelTask::kScore;
+    info.num_labels = bert.num_labels;
+    info.labels = bert.labels;
+    info.multi_label = bert.multi_label;
+    info.default_pooling = Pooling::kCls;
+    info.default_normalize = false;
+    ORCHID_ASSIGN_OR_RETURN(info.score_activation, ReadScoreActivation(config));
+  }
+  return Status::Ok();
+}
+
+Status DescribeQwen3(const Architecture& kind, const std::string& model_type,
+                     const SentenceTransformersConfig& st, ModelSpec* spec) {
+  ORCHID_ASSIGN_OR_RETURN(spec->qwen3, ReadQwen3Config(spec->config_path));
+  const Qwen3Config& qwen = spec->qwen3;
+  ModelInfo& info = spec->info;
+  info.vocab_size = qwen.vocab_size;
+  info.type_vocab_size = 1;
+  info.hidden_size = qwen.hidden_size;
+  info.max_position_embeddings = qwen.max_position_embeddings;
+  info.causal = qwen.causal;
+  ORCHID_RETURN_IF_ERROR(CheckWordEmbeddingDimension(*spec, st));
+  // Without sentence-transformers files a decoder pools its last token (the only one that
+  // has seen the whole sequence under causal attention).
+  if (!st.present) info.default_pooling = Pooling::kLastToken;
+  // pplx-embed-v1 natively answers int8 = round(tanh(x) * 127) (its model card; TEI's Pplx1).
+  if (model_type == "bidirectional_pplx_qwen3" || info.architecture == "PPLXQwen3Model") {
+    info.native_quantization = NativeQuantization::kTanhInt8;
+  }
+  info.max_seq_length = MaxSeqLength(st, qwen.max_position_embeddings);
+  // Qwen3-Reranker is a bare Qwen3ForCausalLM checkpoint (no sentence-transformers modules);
+  // Qwen3-Embedding carries modules.json with last-token pooling.
+  if (kind.causal_lm && !st.present) {
+    spec->head = HeadKind::kYesNoLogit;
+    ORCHID_ASSIGN_OR_RETURN(spec->yes_token, VocabId(TokenizerPath(spec->dir), "yes"));
+    ORCHID_ASSIGN_OR_RETURN(spec->no_token, VocabId(TokenizerPath(spec->dir), "no"));
+    for (int32_t id : {spec->yes_token, spec->no_token}) {
+      if (id < 0 || id >= qwen.vocab_size) {
+        return Status::InvalidArgument(spec->dir +
+                                       ": the reranker's yes/no token ids are outside the "
+                                       "vocabulary");
+      }
+    }
+    info.task = ModelTask::kScore;
+    info.num_labels = 1;
+    info.pair_format = PairFormat::kQwen3RerankerChat;
+    info.default_pooling = Pooling::kLastToken;
+    info.default_normalize = false;
+    info.score_activation = ScoreActivation::kSigmoid;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* FamilyName(FamilyKind f) {
+  switch (f) {
+    case FamilyKind::kBert:
+      return "BERT";
+    case FamilyKind::kQwen3:
+      return "Qwen3";
+  }
+  return "?";
+}
+
+const char* BackendName(BackendKind b) { return b == BackendKind::kCpu ? "cpu" : "cuda"; }
+
+std::string TokenizerPath(const std::string& dir) { return dir + "/tokenizer.json"; }
+
+Result<ModelSpec> DescribeModel(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return Status::NotFound("model directory " + dir + " does not exist");
+  }
+  ModelSpec spec;
+  spec.dir = dir;
+  spec.config_path = dir + "/config.json";
+  spec.weights_path = dir + "/model.safetensors";
+  ORCHID_ASSIGN_OR_RETURN(JsonFile config, JsonFile::Read(spec.config_path));
+  ORCHID_ASSIGN_OR_RETURN(std::string arch, ReadArchitecture(config));
+  ORCHID_ASSIGN_OR_RETURN(std::string model_type, config.String("model_type", ""));
+  const Architecture kind = Classify(arch, model_type);
+  if (!kind.known) {
+    return Status::InvalidArgument(
+        spec.config_path + ": architecture \"" + arch +
+        "\" is not supported (supported: BERT, XLM-RoBERTa and Qwen3 encoders and decoders, "
+        "BERT / XLM-RoBERTa *ForSequenceClassification cross-encoders, Qwen3-Reranker)");
+  }
+  ORCHID_ASSIGN_OR_RETURN(SentenceTransformersConfig st, ReadSentenceTransformersConfig(dir));
+  if (!std::filesystem::exists(spec.weights_path, ec)) {
+    return Status::NotFound(spec.weights_path +
+                            " not found (only single-file safetensors checkpoints "
+                            "are supported)");
+  }
+  spec.family = kind.family;
+  spec.info.architecture = arch;
+  spec.info.default_pooling = st.pooling;
+  spec.info.default_normalize = st.normalize;
+  if (kind.family == FamilyKind::kQwen3) {
+    ORCHID_RETURN_IF_ERROR(DescribeQwen3(kind, model_type, st, &spec));
+  } else {
+    ORCHID_RETURN_IF_ERROR(DescribeBert(kind, config, st, &spec));
+  }
+  return spec;
+}
+
+Status CheckBackend(const ModelSpec& spec, BackendKind backend) {
+  if (backend == BackendKind::kCpu) return Status::Ok();
+  // The CUDA backend's kernel limits (src/backends/cuda/ops.h, attention.cu): the row kernels
+  // keep a row in shared memory, the attention kernel is instantiated for a few head widths.
+  auto refuse = [&](const std::string& why) {
+    return Status::Unimplemented(spec.dir + " (" + spec.info.architecture +
+                                 "): the cuda backend cannot serve it: " + why);
+  };
+  const int hidden = spec.info.hidden_size;
+  const int head_dim =
+      spec.family == FamilyKind::kBert ? spec.bert.head_dim() : spec.qwen3.head_dim;
+  if (hidden > 12256) return refuse("hidden_size " + std::to_string(hidden) + " > 12256");
+  if (head_dim != 32 && head_dim != 64 && head_dim != 80 && head_dim != 96 && head_dim != 128) {
+    return refuse("attention head_dim " + std::to_string(head_dim) +
+                  " (supported: 32, 64, 80, 96, 128)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace orchid

@@ -1,0 +1,61 @@
+// The model registry: the one place that reads a model directory's config.json and
+// sentence-transformers modules and decides what the model is (family, task, pooling, head,
+// native quantization) and which backends can serve it. Engines build the family it names;
+// the gateway reads the same description without loading weights or linking any backend.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "description/bert_config.h"
+#include "description/model_info.h"
+#include "description/qwen3_config.h"
+
+namespace orchid {
+
+// The transformer bodies orchid defines (src/families/).
+enum class FamilyKind : uint8_t {
+  kBert,   // BERT and XLM-RoBERTa encoders (post-LN, absolute positions, exact GELU)
+  kQwen3,  // Qwen3 decoders, causal or bidirectional (pre-RMSNorm, QK-norm, RoPE, SwiGLU)
+};
+const char* FamilyName(FamilyKind f);
+
+// What maps the pooled vector to a scorer's logits (kNone for embedders).
+enum class HeadKind : uint8_t {
+  kNone,
+  kBertPooler,         // BERT *ForSequenceClassification: classifier(tanh(pooler.dense(h)))
+  kRobertaClassifier,  // XLM-R / RoBERTa: classifier.out_proj(tanh(classifier.dense(h)))
+  kYesNoLogit,         // Qwen3-Reranker: logit(yes) - logit(no) from the output projection
+};
+
+enum class BackendKind : uint8_t { kCpu, kCuda };
+const char* BackendName(BackendKind b);
+
+struct ModelSpec {
+  std::string dir;
+  std::string config_path;   // DIR/config.json
+  std::string weights_path;  // DIR/model.safetensors
+  FamilyKind family = FamilyKind::kBert;
+  HeadKind head = HeadKind::kNone;
+  ModelInfo info;  // complete: sizes, task, pooling, labels, pair format, quantization
+  // The family's hyper-parameters (only the one of `family` is filled in).
+  BertConfig bert;  // position_offset set for XLM-R
+  Qwen3Config qwen3;
+  // kYesNoLogit: the answer tokens' ids.
+  int32_t yes_token = -1;
+  int32_t no_token = -1;
+};
+
+// Reads DIR and describes the model, or says why it cannot be served (unsupported
+// architecture: the message lists what is supported; bad config: file and field).
+Result<ModelSpec> DescribeModel(const std::string& dir);
+
+// Ok when `backend` can serve the model; otherwise kUnimplemented naming the model, the backend
+// and what it lacks. Engines call this before loading anything.
+Status CheckBackend(const ModelSpec& spec, BackendKind backend);
+
+// DIR/tokenizer.json.
+std::string TokenizerPath(const std::string& dir);
+
+}  // namespace orchid

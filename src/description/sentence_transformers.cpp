@@ -1,0 +1,118 @@
+#include "description/sentence_transformers.h"
+
+#include <filesystem>
+
+#include "description/json_file.h"
+
+namespace orchid {
+namespace {
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+Status ReadPoolingConfig(const std::string& path, SentenceTransformersConfig* c) {
+  ORCHID_ASSIGN_OR_RETURN(JsonFile f, JsonFile::Read(path));
+  ORCHID_ASSIGN_OR_RETURN(int64_t dim, f.Int("word_embedding_dimension", 0));
+  c->word_embedding_dimension = int(dim);
+  struct Mode {
+    const char* field;
+    Pooling pooling;  // kNone: a mode we do not implement
+  };
+  const Mode modes[] = {
+      {"pooling_mode_mean_tokens", Pooling::kMean},
+      {"pooling_mode_cls_token", Pooling::kCls},
+      {"pooling_mode_lasttoken", Pooling::kLastToken},
+      {"pooling_mode_max_tokens", Pooling::kNone},
+      {"pooling_mode_mean_sqrt_len_tokens", Pooling::kNone},
+      {"pooling_mode_weightedmean_tokens", Pooling::kNone},
+  };
+  int enabled = 0;
+  for (const Mode& m : modes) {
+    ORCHID_ASSIGN_OR_RETURN(bool on, f.Bool(m.field, false));
+    if (!on) continue;
+    if (m.pooling == Pooling::kNone) return f.FieldError(m.field, "is true; not supported");
+    if (++enabled > 1) {
+      return f.FieldError(m.field,
+                          "is true along with another pooling mode; only one mode at a "
+                          "time is supported");
+    }
+    c->pooling = m.pooling;
+  }
+  if (enabled == 0) return Status::Corrupt(path + ": no pooling_mode_* field is true");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::string& dir) {
+  SentenceTransformersConfig c;
+  const std::string modules_path = dir + "/modules.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(modules_path, ec)) return c;
+  c.present = true;
+  ORCHID_ASSIGN_OR_RETURN(JsonFile modules, JsonFile::Read(modules_path, /*require_object=*/false));
+  simdjson::dom::array arr;
+  if (modules.root().get_array().get(arr)) {
+    return Status::Corrupt(modules_path + ": expected a JSON array of modules");
+  }
+  bool have_pooling = false;
+  size_t i = 0;
+  for (simdjson::dom::element m : arr) {
+    const std::string where = modules_path + ": module " + std::to_string(i++);
+    std::string_view type, path;
+    if (m["type"].get_string().get(type)) return Status::Corrupt(where + ": missing \"type\"");
+    if (m["path"].get_string().get(path)) path = "";
+    if (EndsWith(type, ".Transformer")) continue;
+    if (EndsWith(type, ".Normalize")) {
+      c.normalize = true;
+      continue;
+    }
+    if (EndsWith(type, ".Pooling")) {
+      if (have_pooling) return Status::Corrupt(where + ": a second Pooling module");
+      have_pooling = true;
+      if (path.empty() || path.find("..") != std::string_view::npos || path.front() == '/') {
+        return Status::Corrupt(where + ": bad Pooling \"path\" \"" + std::string(path) + "\"");
+      }
+      ORCHID_RETURN_IF_ERROR(ReadPoolingConfig(dir + "/" + std::string(path) + "/config.json", &c));
+      continue;
+    }
+    return Status::Corrupt(where + ": module type \"" + std::string(type) + "\" is not supported");
+  }
+
+  const std::string sbert_path = dir + "/sentence_bert_config.json";
+  if (std::filesystem::exists(sbert_path, ec)) {
+    ORCHID_ASSIGN_OR_RETURN(JsonFile f, JsonFile::Read(sbert_path));
+    ORCHID_ASSIGN_OR_RETURN(int64_t len, f.Int("max_seq_length", 0));
+    if (len < 0 || len > (1 << 20)) return f.FieldError("max_seq_length", "is out of range");
+    c.max_seq_length = int(len);
+  }
+  return c;
+}
+
+Result<PromptConfig> ReadPromptConfig(const std::string& dir) {
+  PromptConfig out;
+  Result<JsonFile> f = JsonFile::Read(dir + "/config_sentence_transformers.json");
+  if (!f.ok()) {
+    if (f.status().code() == StatusCode::kNotFound) return out;
+    return f.status();
+  }
+  if (f->Has("prompts")) {
+    simdjson::dom::object prompts;
+    if (f->root()["prompts"].get(prompts)) {
+      return f->FieldError("prompts", "must be an object of name → text");
+    }
+    for (auto [name, text] : prompts) {
+      std::string_view t;
+      if (text.get(t)) return f->FieldError("prompts", "values must be strings");
+      out.prompts[std::string(name)] = std::string(t);
+    }
+  }
+  ORCHID_ASSIGN_OR_RETURN(out.default_prompt_name, f->String("default_prompt_name", ""));
+  if (!out.default_prompt_name.empty() && out.prompts.count(out.default_prompt_name) == 0) {
+    return f->FieldError("default_prompt_name", "names no prompt in \"prompts\"");
+  }
+  return out;
+}
+
+}  // namespace orchid

@@ -1,0 +1,16 @@
+// The families' loaders, for LoadFamily (family.cpp). One per FamilyKind.
+#pragma once
+
+#include <memory>
+
+#include "checkpoint/safetensors.h"
+#include "families/family.h"
+
+namespace orchid {
+
+Result<std::unique_ptr<Family>> LoadBert(const ModelSpec& spec, const SafetensorsFile& file,
+                                         ops::Backend& backend);
+Result<std::unique_ptr<Family>> LoadQwen3(const ModelSpec& spec, const SafetensorsFile& file,
+                                          ops::Backend& backend);
+
+}  // namespace orchid

@@ -1,0 +1,193 @@
+// The Qwen3 family: the Qwen3 decoder as an embedder or reranker (Qwen3-Embedding,
+// Qwen3-Reranker, pplx-embed-v1), as Hugging Face's Qwen3Model.
+//
+//   h = embed_tokens[id]                                   (an fp32 residual stream)
+//   per layer:  x = RMSNorm(h)
+//               q, k, v = x Wq^T, x Wk^T, x Wv^T      (no biases; k, v with num_kv_heads heads)
+//               q, k = RoPE(RMSNorm_head(q)), RoPE(RMSNorm_head(k))   (neox layout)
+//               h += Wo Attention(q, k, v)             (causal, or bidirectional per config;
+//                                                       grouped-query heads)
+//               h += Wdown (silu(x' Wgate^T) * x' Wup^T), x' = RMSNorm(h)
+//   out = RMSNorm(h)
+//
+// Q, K, V are fused into one projection, gate and up into another. As a reranker
+// (Qwen3-Reranker) the head maps the pooled last token to
+// logit(yes) - logit(no) = h . (E[yes] - E[no]), from the two rows of the output projection
+// (the tied embedding matrix, or lm_head when untied) instead of the full vocabulary.
+#include <string>
+#include <vector>
+
+#include "checkpoint/safetensors.h"
+#include "checkpoint/weight_reader.h"
+#include "families/family_loaders.h"
+
+namespace orchid {
+namespace {
+
+using ops::Buffer;
+using ops::Epilogue;
+using ops::Precision;
+using ops::Rows;
+
+class Qwen3 final : public Family {
+ public:
+  Status Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backend& b);
+  Status Forward(ops::Backend& b) const override;
+
+ private:
+  struct Layer {
+    ops::NormWeight input_norm, post_attention_norm;
+    ops::LinearWeight qkv, o, gate_up, down;
+    ops::NormWeight q_norm, k_norm;
+  };
+  struct Activations {
+    Buffer residual, x, ctx, gate_up, act;
+  };
+
+  Qwen3Config c_;
+  bool reranker_ = false;
+  ops::EmbedOp embed_;
+  std::vector<Layer> layers_;
+  ops::NormWeight final_norm_;
+  ops::LinearWeight yes_minus_no_;
+  ops::AttentionOptions attention_;
+  ops::RopeOptions rope_;
+  Buffer qkv_;
+  Activations all_, pooled_;
+  Buffer pooled_vec_;
+};
+
+Status Qwen3::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backend& b) {
+  c_ = spec.qwen3;
+  reranker_ = spec.head == HeadKind::kYesNoLogit;
+  if (spec.head != HeadKind::kNone && !reranker_) {
+    return Status::Internal("the Qwen3 family has no head of this kind");
+  }
+  const std::string anchor = "embed_tokens.weight";
+  const std::optional<std::string> prefix = FindWeightPrefix(file, anchor);
+  if (!prefix) {
+    return Status::Corrupt(file.path() + ": no tensor named \"" + anchor +
+                           "\" (with or without a prefix); not a Qwen3 checkpoint?");
+  }
+  const WeightReader r(file, *prefix);
+  const int64_t H = c_.hidden_size, I = c_.intermediate_size, D = c_.head_dim;
+  const int64_t Q = c_.q_size(), KV = c_.kv_size();
+  const float eps = c_.rms_norm_eps;
+  const auto rms = ops::NormKind::kRmsNorm;
+
+  Tensor embed;
+  ORCHID_ASSIGN_OR_RETURN(embed, r.Read(anchor, {c_.vocab_size, H}));
+  if (reranker_) {
+    // The output projection: lm_head when the checkpoint has one (untied), else the tied
+    // embedding matrix. The head is its yes row minus its no row.
+    const Tensor* out = &embed;
+    Tensor lm_head;
+    if (file.Find("lm_head.weight") != nullptr) {
+      ORCHID_ASSIGN_OR_RETURN(lm_head, r.ReadUnprefixed("lm_head.weight", {c_.vocab_size, H}));
+      out = &lm_head;
+    } else if (!c_.tie_word_embeddings) {
+      return Status::Corrupt(file.path() +
+                             ": tie_word_embeddings is false but there is no lm_head.weight");
+    }
+    Tensor diff({1, H});
+    const float* yes = out->data() + size_t(spec.yes_token) * size_t(H);
+    const float* no = out->data() + size_t(spec.no_token) * size_t(H);
+    for (int64_t j = 0; j < H; ++j) diff.data()[j] = yes[j] - no[j];
+    ORCHID_ASSIGN_OR_RETURN(yes_minus_no_, b.AddLinear(diff, nullptr, {.full_precision = true}));
+  }
+  ORCHID_ASSIGN_OR_RETURN(embed_.word, b.AddTable(std::move(embed)));
+  layers_.resize(size_t(c_.num_hidden_layers));
+  for (int i = 0; i < c_.num_hidden_layers; ++i) {
+    Layer& l = layers_[size_t(i)];
+    const std::string p = "layers." + std::to_string(i) + ".";
+    Tensor q, k, v, w, g, u;
+    ORCHID_ASSIGN_OR_RETURN(q, r.Read(p + "self_attn.q_proj.weight", {Q, H}));
+    ORCHID_ASSIGN_OR_RETURN(k, r.Read(p + "self_attn.k_proj.weight", {KV, H}));
+    ORCHID_ASSIGN_OR_RETURN(v, r.Read(p + "self_attn.v_proj.weight", {KV, H}));
+    ORCHID_ASSIGN_OR_RETURN(l.qkv, b.AddLinear(Concat0({&q, &k, &v}), nullptr));
+    ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "self_attn.o_proj.weight", {H, Q}));
+    ORCHID_ASSIGN_OR_RETURN(l.o, b.AddLinear(w, nullptr));
+    ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "self_attn.q_norm.weight", {D}));
+    ORCHID_ASSIGN_OR_RETURN(l.q_norm, b.AddNorm(rms, w, nullptr, eps));
+    ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "self_attn.k_norm.weight", {D}));
+    ORCHID_ASSIGN_OR_RETURN(l.k_norm, b.AddNorm(rms, w, nullptr, eps));
+    ORCHID_ASSIGN_OR_RETURN(g, r.Read(p + "mlp.gate_proj.weight", {I, H}));
+    ORCHID_ASSIGN_OR_RETURN(u, r.Read(p + "mlp.up_proj.weight", {I, H}));
+    ORCHID_ASSIGN_OR_RETURN(l.gate_up, b.AddLinear(Concat0({&g, &u}), nullptr));
+    ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "mlp.down_proj.weight", {H, I}));
+    ORCHID_ASSIGN_OR_RETURN(l.down, b.AddLinear(w, nullptr));
+    ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "input_layernorm.weight", {H}));
+    ORCHID_ASSIGN_OR_RETURN(l.input_norm, b.AddNorm(rms, w, nullptr, eps));
+    ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "post_attention_layernorm.weight", {H}));
+    ORCHID_ASSIGN_OR_RETURN(l.post_attention_norm, b.AddNorm(rms, w, nullptr, eps));
+  }
+  Tensor w;
+  ORCHID_ASSIGN_OR_RETURN(w, r.Read("norm.weight", {H}));
+  ORCHID_ASSIGN_OR_RETURN(final_norm_, b.AddNorm(rms, w, nullptr, eps));
+
+  attention_ = {c_.num_attention_heads, c_.num_key_value_heads, c_.head_dim, c_.causal};
+  rope_.num_heads = c_.num_attention_heads;
+  rope_.num_kv_heads = c_.num_key_value_heads;
+  rope_.head_dim = c_.head_dim;
+  rope_.theta = c_.rope_theta;
+  qkv_ = b.AddBuffer("qkv", Rows::kTokens, int(Q + 2 * KV));
+  for (Rows rows : {Rows::kTokens, Rows::kPooled}) {
+    Activations& a = rows == Rows::kTokens ? all_ : pooled_;
+    a.residual = b.AddBuffer("residual", rows, int(H), Precision::kAccumulator);
+    a.x = b.AddBuffer("normed", rows, int(H));
+    a.ctx = b.AddBuffer("context", rows, int(Q));
+    a.gate_up = b.AddBuffer("gate_up", rows, int(2 * I));
+    a.act = b.AddBuffer("mlp", rows, int(I));
+  }
+  hidden_ = all_.x;  // after the final norm
+  if (reranker_) {
+    pooled_vec_ = b.AddBuffer("pooled", Rows::kSequences, int(H), Precision::kAccumulator);
+    output_ = b.AddBuffer("logits", Rows::kSequences, 1, Precision::kAccumulator);
+  } else {
+    output_ = b.AddBuffer("embeddings", Rows::kSequences, int(H), Precision::kAccumulator);
+  }
+  return Status::Ok();
+}
+
+Status Qwen3::Forward(ops::Backend& b) const {
+  ORCHID_RETURN_IF_ERROR(b.Embed(embed_, all_.residual));
+  const bool prune = b.prune_last_layer();
+  const Activations* a = &all_;
+  for (size_t li = 0; li < layers_.size(); ++li) {
+    const Layer& l = layers_[li];
+    ops::RopeOptions rope = rope_;
+    rope.q_norm = l.q_norm;
+    rope.k_norm = l.k_norm;
+    ORCHID_RETURN_IF_ERROR(b.Norm(all_.residual, l.input_norm, all_.x));
+    ORCHID_RETURN_IF_ERROR(b.Linear(all_.x, l.qkv, qkv_));
+    ORCHID_RETURN_IF_ERROR(b.QkNormRope(qkv_, rope));
+    if (li + 1 == layers_.size() && prune) {
+      // The last layer after attention on the pooled rows only.
+      ORCHID_RETURN_IF_ERROR(b.Attention(qkv_, pooled_.ctx, attention_));
+      ORCHID_RETURN_IF_ERROR(b.GatherPooled(all_.residual, pooled_.residual));
+      a = &pooled_;
+    } else {
+      ORCHID_RETURN_IF_ERROR(b.Attention(qkv_, all_.ctx, attention_));
+    }
+    ORCHID_RETURN_IF_ERROR(b.Linear(a->ctx, l.o, a->residual, Epilogue::kResidualAdd));
+    ORCHID_RETURN_IF_ERROR(b.Norm(a->residual, l.post_attention_norm, a->x));
+    ORCHID_RETURN_IF_ERROR(b.Linear(a->x, l.gate_up, a->gate_up));
+    ORCHID_RETURN_IF_ERROR(b.SwiGlu(a->gate_up, a->act));
+    ORCHID_RETURN_IF_ERROR(b.Linear(a->act, l.down, a->residual, Epilogue::kResidualAdd));
+  }
+  ORCHID_RETURN_IF_ERROR(b.Norm(a->residual, final_norm_, a->x));
+  if (!reranker_) return b.Pool(a->x, output_, true);
+  ORCHID_RETURN_IF_ERROR(b.Pool(a->x, pooled_vec_, false));
+  return b.Linear(pooled_vec_, yes_minus_no_, output_);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Family>> LoadQwen3(const ModelSpec& spec, const SafetensorsFile& file,
+                                          ops::Backend& backend) {
+  auto f = std::make_unique<Qwen3>();
+  ORCHID_RETURN_IF_ERROR(f->Load(spec, file, backend));
+  return std::unique_ptr<Family>(std::move(f));
+}
+
+}  // namespace orchid

@@ -1,0 +1,159 @@
+#include "ops/backend.h"
+
+#include <string>
+
+namespace orchid::ops {
+
+const char* RowsName(Rows r) {
+  switch (r) {
+    case Rows::kTokens:
+      return "tokens";
+    case Rows::kPooled:
+      return "pooled";
+    case Rows::kSequences:
+      return "sequences";
+  }
+  return "?";
+}
+
+Status Backend::Check(bool ok, const char* op, const std::string& what) const {
+  if (ok) return Status::Ok();
+  return Status::Internal(std::string(name()) + " backend, " + op + ": " + what);
+}
+
+// Checks `cond`; the message (string concatenation) is built only when it fails: these run on
+// every op of every forward pass.
+#define ORCHID_CONTRACT(cond, op, what)         \
+  do {                                          \
+    if (!(cond)) return Check(false, op, what); \
+  } while (0)
+
+Result<LinearWeight> Backend::AddLinear(const Tensor& w, const Tensor* bias, LinearOptions o) {
+  ORCHID_CONTRACT(w.rank() == 2, "AddLinear", "weight is not a matrix");
+  const int n = int(w.dim(0)), k = int(w.dim(1));
+  ORCHID_CONTRACT(bias == nullptr || (bias->rank() == 1 && bias->dim(0) == n), "AddLinear",
+                  "bias does not match the weight's rows");
+  ORCHID_ASSIGN_OR_RETURN(int id, DoAddLinear(w, bias, o));
+  return LinearWeight{id, n, k};
+}
+
+Result<NormWeight> Backend::AddNorm(NormKind kind, const Tensor& weight, const Tensor* bias,
+                                    float eps) {
+  ORCHID_CONTRACT(weight.rank() == 1, "AddNorm", "weight is not a vector");
+  ORCHID_CONTRACT((kind == NormKind::kLayerNorm) == (bias != nullptr), "AddNorm",
+                  "a LayerNorm has a bias, an RMSNorm none");
+  ORCHID_CONTRACT(bias == nullptr || bias->dim(0) == weight.dim(0), "AddNorm",
+                  "bias and weight differ in width");
+  ORCHID_ASSIGN_OR_RETURN(int id, DoAddNorm(kind, weight, bias, eps));
+  if (size_t(id) >= norm_kinds_.size()) norm_kinds_.resize(size_t(id) + 1);
+  norm_kinds_[size_t(id)] = kind;
+  return NormWeight{id, int(weight.dim(0))};
+}
+
+Result<Table> Backend::AddTable(Tensor t) {
+  ORCHID_CONTRACT(t.rank() == 2, "AddTable", "table is not a matrix");
+  const Table table{-1, int(t.dim(0)), int(t.dim(1))};
+  ORCHID_ASSIGN_OR_RETURN(int id, DoAddTable(std::move(t)));
+  return Table{id, table.rows, table.width};
+}
+
+Buffer Backend::AddBuffer(std::string name, Rows rows, int width, Precision precision) {
+  decls_.push_back(BufferDecl{std::move(name), rows, width, precision});
+  DoAddBuffer(decls_.back());
+  return Buffer{int(decls_.size()) - 1};
+}
+
+namespace {
+std::string Describe(const BufferDecl& d) {
+  return "\"" + d.name + "\" [" + RowsName(d.rows) + ", " + std::to_string(d.width) + "]";
+}
+}  // namespace
+
+Status Backend::Embed(const EmbedOp& op, Buffer out) {
+  const BufferDecl& o = decl(out);
+  ORCHID_CONTRACT(op.word.valid(), "Embed", "no word table");
+  ORCHID_CONTRACT(o.rows == Rows::kTokens && o.width == op.word.width, "Embed",
+                  Describe(o) + " is not [tokens, table width]");
+  ORCHID_CONTRACT(!op.position.valid() || op.position.width == o.width, "Embed",
+                  "position table width");
+  ORCHID_CONTRACT(!op.type.valid() || op.type.width == o.width, "Embed", "token type table width");
+  ORCHID_CONTRACT(!op.norm.valid() || op.norm.width == o.width, "Embed", "norm width");
+  return DoEmbed(op, out);
+}
+
+Status Backend::Linear(Buffer in, LinearWeight w, Buffer out, Epilogue e) {
+  const BufferDecl &i = decl(in), &o = decl(out);
+  ORCHID_CONTRACT(in.id != out.id, "Linear", "in and out alias: " + Describe(i));
+  ORCHID_CONTRACT(i.rows == o.rows, "Linear",
+                  Describe(i) + " and " + Describe(o) + " differ in rows");
+  ORCHID_CONTRACT(i.width == w.k && o.width == w.n, "Linear",
+                  Describe(i) + " -> " + Describe(o) + " with a [" + std::to_string(w.n) + ", " +
+                      std::to_string(w.k) + "] weight");
+  return DoLinear(in, w, out, e);
+}
+
+Status Backend::Norm(Buffer in, NormWeight w, Buffer out) {
+  const BufferDecl &i = decl(in), &o = decl(out);
+  ORCHID_CONTRACT(w.valid(), "Norm", "no norm weight");
+  ORCHID_CONTRACT(i.rows == o.rows && i.width == w.width && o.width == w.width, "Norm",
+                  Describe(i) + " -> " + Describe(o) + " with width " + std::to_string(w.width));
+  return DoNorm(in, w, out);
+}
+
+Status Backend::QkNormRope(Buffer qkv, const RopeOptions& r) {
+  const BufferDecl& q = decl(qkv);
+  ORCHID_CONTRACT(r.head_dim > 0 && r.head_dim % 2 == 0 && r.num_kv_heads > 0 &&
+                      r.num_heads % r.num_kv_heads == 0,
+                  "QkNormRope", "head shape");
+  ORCHID_CONTRACT(
+      q.rows == Rows::kTokens && q.width == (r.num_heads + 2 * r.num_kv_heads) * r.head_dim,
+      "QkNormRope", Describe(q) + " is not [tokens, (q + 2 kv heads) x head_dim]");
+  ORCHID_CONTRACT(
+      r.q_norm.valid() == r.k_norm.valid() &&
+          (!r.q_norm.valid() || (r.q_norm.width == r.head_dim && r.k_norm.width == r.head_dim)),
+      "QkNormRope", "q/k norms must both be [head_dim] or absent");
+  return DoQkNormRope(qkv, r);
+}
+
+Status Backend::Attention(Buffer qkv, Buffer out, const AttentionOptions& a) {
+  const BufferDecl &q = decl(qkv), &o = decl(out);
+  ORCHID_CONTRACT(a.head_dim > 0 && a.num_kv_heads > 0 && a.num_heads % a.num_kv_heads == 0,
+                  "Attention", "head shape");
+  ORCHID_CONTRACT(
+      q.rows == Rows::kTokens && q.width == (a.num_heads + 2 * a.num_kv_heads) * a.head_dim,
+      "Attention", Describe(q) + " is not [tokens, (q + 2 kv heads) x head_dim]");
+  ORCHID_CONTRACT(
+      (o.rows == Rows::kTokens || o.rows == Rows::kPooled) && o.width == a.num_heads * a.head_dim,
+      "Attention", Describe(o) + " is not [tokens or pooled, heads]");
+  ORCHID_CONTRACT(o.rows == Rows::kTokens || prune_last_layer(), "Attention",
+                  "pooled rows asked for on a batch that is not pruned");
+  return DoAttention(qkv, out, a);
+}
+
+Status Backend::SwiGlu(Buffer gate_up, Buffer out) {
+  const BufferDecl &g = decl(gate_up), &o = decl(out);
+  ORCHID_CONTRACT(g.rows == o.rows && g.width == 2 * o.width, "SwiGlu",
+                  Describe(g) + " -> " + Describe(o));
+  return DoSwiGlu(gate_up, out);
+}
+
+Status Backend::Activate(Buffer x, Activation a) { return DoActivate(x, a); }
+
+Status Backend::GatherPooled(Buffer tokens, Buffer pooled) {
+  const BufferDecl &t = decl(tokens), &p = decl(pooled);
+  ORCHID_CONTRACT(t.rows == Rows::kTokens && p.rows == Rows::kPooled && t.width == p.width &&
+                      t.precision == p.precision,
+                  "GatherPooled", Describe(t) + " -> " + Describe(p));
+  ORCHID_CONTRACT(prune_last_layer(), "GatherPooled", "the batch is not pruned");
+  return DoGatherPooled(tokens, pooled);
+}
+
+Status Backend::Pool(Buffer hidden, Buffer out, bool normalize) {
+  const BufferDecl &h = decl(hidden), &o = decl(out);
+  ORCHID_CONTRACT(h.rows != Rows::kSequences && o.rows == Rows::kSequences && h.width == o.width &&
+                      o.precision == Precision::kAccumulator,
+                  "Pool", Describe(h) + " -> " + Describe(o));
+  return DoPool(hidden, out, normalize);
+}
+
+}  // namespace orchid::ops

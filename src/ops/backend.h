@@ -1,0 +1,174 @@
+// The op contract: what a model family (src/families/) is written against and what every
+// backend (src/backends/cpu, src/backends/cuda, the tests' recording backend) implements.
+// A family declares its weights and activation buffers once at load time and then, per batch,
+// calls the ops below in order; it never sees the batch's data (ids, lengths, pooling modes):
+// those live in the backend (host memory on the CPU, a device input block on CUDA). That is
+// what lets a CUDA graph wrap a family's whole forward pass: the op sequence and every buffer
+// extent depend only on the bucket (token rows, sequence rows, whether the last layer is
+// pruned), never on a host read of the batch.
+//
+// Buffers: each has a row domain and a width. Every op works on all rows of its buffers'
+// domain: the CPU uses the batch's exact counts, CUDA the bucket's (padding rows belong to no
+// sequence and are never read by attention or pooling).
+// Precision: kActivation is the backend's compute type (fp32 on the CPU, bf16 on CUDA);
+// kAccumulator is fp32 everywhere (a pre-norm decoder's residual stream, pooled vectors,
+// logits).
+//
+// Shapes are checked here, once for all backends (the public ops validate and then call the
+// backend's Do* implementation); a mismatch is kInternal naming the op and the buffers, a
+// family bug, never a user error.
+//
+// Thread safety: a backend runs one forward pass at a time, from one thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace orchid::ops {
+
+enum class Rows : uint8_t {
+  kTokens,     // one row per token of the batch
+  kPooled,     // one row per token that pooling reads (a pruned last layer; see prune_last_layer)
+  kSequences,  // one row per sequence (pooled vectors, logits)
+};
+const char* RowsName(Rows r);
+
+enum class Precision : uint8_t { kActivation, kAccumulator };
+
+struct Buffer {
+  int id = -1;
+  bool valid() const { return id >= 0; }
+};
+struct BufferDecl {
+  std::string name;
+  Rows rows = Rows::kTokens;
+  int width = 0;
+  Precision precision = Precision::kActivation;
+};
+
+// y = x W^T (+ b), W an nn.Linear weight [n, k].
+struct LinearWeight {
+  int id = -1;
+  int n = 0, k = 0;
+};
+enum class NormKind : uint8_t { kLayerNorm, kRmsNorm };
+struct NormWeight {
+  int id = -1;  // < 0: none (optional norms)
+  int width = 0;
+  bool valid() const { return id >= 0; }
+};
+struct Table {
+  int id = -1;  // < 0: none (optional tables)
+  int rows = 0, width = 0;
+  bool valid() const { return id >= 0; }
+};
+
+struct LinearOptions {
+  // Classifier heads: kept at full precision where the backend would otherwise reduce it (the
+  // CPU's bfloat16 weights). CUDA runs every product in bf16.
+  bool full_precision = false;
+};
+
+enum class Epilogue : uint8_t {
+  kNone,         // out = in W^T + b
+  kGelu,         // out = gelu(in W^T + b), exact GELU: x/2 (1 + erf(x / sqrt 2))
+  kResidualAdd,  // out += in W^T + b (out is a residual stream; backends may fuse the add
+                 // into the GEMM or into the norm that follows)
+};
+enum class Activation : uint8_t { kTanh };
+
+// out[t] = norm(word[id] + position[pos + position_offset] + type[type_id]): the batch's token
+// ids, positions and token types. position, type and norm are optional.
+struct EmbedOp {
+  Table word;
+  Table position;
+  int position_offset = 0;
+  Table type;
+  NormWeight norm;
+};
+
+struct AttentionOptions {
+  int num_heads = 0;     // query heads
+  int num_kv_heads = 0;  // key/value heads; divides num_heads
+  int head_dim = 0;
+  bool causal = false;  // token i attends to tokens 0..i of its sequence
+};
+
+// Per-head RMSNorm of q and k (when the weights are given) then rotary embedding (neox layout,
+// angle = position * theta^(-2i/head_dim)) on the fused [Q | K | V] rows of qkv; V untouched.
+struct RopeOptions {
+  int num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  double theta = 10000.0;
+  NormWeight q_norm, k_norm;  // RMSNorm over head_dim; both or neither
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+
+  // --- load time ------------------------------------------------------------------------
+  Result<LinearWeight> AddLinear(const Tensor& w, const Tensor* bias, LinearOptions o = {});
+  Result<NormWeight> AddNorm(NormKind kind, const Tensor& weight, const Tensor* bias, float eps);
+  Result<Table> AddTable(Tensor t);  // taken over (large: a vocabulary)
+  Buffer AddBuffer(std::string name, Rows rows, int width,
+                   Precision precision = Precision::kActivation);
+  const BufferDecl& decl(Buffer b) const { return decls_[size_t(b.id)]; }
+  const std::vector<BufferDecl>& decls() const { return decls_; }
+
+  // --- per batch ----------------------------------------------------------------------------
+  // True when the current batch's pooling reads fewer rows than all its tokens (CLS or
+  // last-token pooling): a family may then run its last layer after attention on kPooled
+  // buffers only (Attention into a kPooled buffer, GatherPooled for the residual). Decided by
+  // the runner before the forward pass (on CUDA it is part of the graph's key).
+  virtual bool prune_last_layer() const = 0;
+
+  // --- ops -----------------------------------------------------------------------------------
+  Status Embed(const EmbedOp& op, Buffer out);
+  Status Linear(Buffer in, LinearWeight w, Buffer out, Epilogue e = Epilogue::kNone);
+  // out = norm(in); in == out allowed.
+  Status Norm(Buffer in, NormWeight w, Buffer out);
+  Status QkNormRope(Buffer qkv, const RopeOptions& o);
+  // out = attention over each sequence's rows of qkv ([Q | K | V] rows, heads contiguous);
+  // out in kTokens: every row; out in kPooled: only the query rows pooling reads.
+  Status Attention(Buffer qkv, Buffer out, const AttentionOptions& o);
+  // out[:, i] = silu(gate_up[:, i]) * gate_up[:, I + i], I = out width.
+  Status SwiGlu(Buffer gate_up, Buffer out);
+  Status Activate(Buffer x, Activation a);
+  // pooled = the rows of tokens that pooling reads (kTokens -> kPooled).
+  Status GatherPooled(Buffer tokens, Buffer pooled);
+  // out (kSequences) = each sequence's pooled row of hidden (kTokens or kPooled) by the batch's
+  // pooling modes, L2-normalised where the batch asks when `normalize`.
+  Status Pool(Buffer hidden, Buffer out, bool normalize);
+
+ protected:
+  virtual Result<int> DoAddLinear(const Tensor& w, const Tensor* bias, LinearOptions o) = 0;
+  virtual Result<int> DoAddNorm(NormKind kind, const Tensor& weight, const Tensor* bias,
+                                float eps) = 0;
+  virtual Result<int> DoAddTable(Tensor t) = 0;
+  virtual void DoAddBuffer(const BufferDecl& d) { (void)d; }
+
+  virtual Status DoEmbed(const EmbedOp& op, Buffer out) = 0;
+  virtual Status DoLinear(Buffer in, LinearWeight w, Buffer out, Epilogue e) = 0;
+  virtual Status DoNorm(Buffer in, NormWeight w, Buffer out) = 0;
+  virtual Status DoQkNormRope(Buffer qkv, const RopeOptions& o) = 0;
+  virtual Status DoAttention(Buffer qkv, Buffer out, const AttentionOptions& o) = 0;
+  virtual Status DoSwiGlu(Buffer gate_up, Buffer out) = 0;
+  virtual Status DoActivate(Buffer x, Activation a) = 0;
+  virtual Status DoGatherPooled(Buffer tokens, Buffer pooled) = 0;
+  virtual Status DoPool(Buffer hidden, Buffer out, bool normalize) = 0;
+
+  // Load-time shapes, for the backends' own use.
+  const std::vector<NormKind>& norm_kinds() const { return norm_kinds_; }
+
+ private:
+  Status Check(bool ok, const char* op, const std::string& what) const;
+  std::vector<BufferDecl> decls_;
+  std::vector<NormKind> norm_kinds_;
+};
+
+}  // namespace orchid::ops

@@ -1,0 +1,54 @@
+// The CPU engine: a model family (src/families) on the CPU backend (src/backends/cpu), run on
+// the engine's own thread.
+//
+// LoadModel describes DIR through the registry, builds a CpuBackend with the chosen weight
+// type and loads the family's weights onto it. MakeCpuEngine then runs that Model: Submit()
+// queues the batch and returns a LazyResult at once; the engine thread validates the batch
+// (RaggedBatch::Validate against the model's description), runs the family's forward pass
+// (embeddings, layers, pooling, L2 normalisation where asked, the head of a scorer) and
+// completes the result. Batches run in submission order. Destruction finishes queued
+// batches, then joins the thread.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "backends/cpu/linear.h"
+#include "core/status.h"
+#include "engine/engine.h"
+
+namespace orchid {
+
+class ThreadPool;  // backends/cpu/thread_pool.h
+
+// What the CPU engine runs: one loaded model. Run() is called from one thread at a time.
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const ModelInfo& info() const = 0;
+  // out: [batch.num_sequences(), info().output_dim()] row-major. The batch is valid
+  // (RaggedBatch::Validate(info())) and not empty. pool: the threads the ops may use (null:
+  // the calling thread only). prune: the last layer may compute only the rows pooling reads
+  // (the engine always allows it; false is for tests that compare the two).
+  virtual Status Run(const RaggedBatch& batch, ThreadPool* pool, float* out, bool prune) = 0;
+  // The last layer's per-token hidden states, hidden: [batch.num_tokens(), hidden_size], every
+  // row computed (no pruning). Validates the batch first. For tests and per-token output.
+  virtual Status Hidden(const RaggedBatch& batch, ThreadPool* pool, float* hidden) = 0;
+};
+
+struct LoadOptions {
+  // How the transformer's linear layers are stored and multiplied (linear.h); heads stay fp32.
+  WeightType linear_weights = WeightType::kFloat32;
+};
+
+// The model in DIR (config.json, model.safetensors, sentence-transformers files) on the CPU
+// backend. Errors name the file and what is wrong (registry.h, family.h).
+Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptions& options = {});
+
+struct CpuEngineOptions {
+  int num_threads = 0;  // threads for BLAS and ops; 0 = all cores
+};
+
+std::unique_ptr<Engine> MakeCpuEngine(std::unique_ptr<Model> model, CpuEngineOptions options = {});
+
+}  // namespace orchid

@@ -1,0 +1,78 @@
+// The registry: one description of each fixture model (family, head, task, pooling, pair
+// format), the same for every backend, and CheckBackend's refusals naming model and backend.
+#include "description/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace orchid {
+namespace {
+
+const std::string kModels = ORCHID_SOURCE_DIR "/models/fixtures";
+
+TEST(RegistryTest, DescribesEveryFixtureOnce) {
+  struct Want {
+    const char* name;
+    FamilyKind family;
+    HeadKind head;
+    ModelTask task;
+    Pooling pooling;
+  };
+  const Want wants[] = {
+      {"bert-cross-encoder", FamilyKind::kBert, HeadKind::kBertPooler, ModelTask::kScore,
+       Pooling::kCls},
+      {"bert-classifier", FamilyKind::kBert, HeadKind::kBertPooler, ModelTask::kScore,
+       Pooling::kCls},
+      {"xlmr-cross-encoder", FamilyKind::kBert, HeadKind::kRobertaClassifier, ModelTask::kScore,
+       Pooling::kCls},
+      {"xlmr-embed", FamilyKind::kBert, HeadKind::kNone, ModelTask::kEmbed, Pooling::kMean},
+      {"qwen3-embed", FamilyKind::kQwen3, HeadKind::kNone, ModelTask::kEmbed, Pooling::kLastToken},
+      // Qwen3-Reranker (a bare Qwen3ForCausalLM): a scorer on every backend, never an embedder.
+      {"qwen3-reranker", FamilyKind::kQwen3, HeadKind::kYesNoLogit, ModelTask::kScore,
+       Pooling::kLastToken},
+  };
+  for (const Want& w : wants) {
+    SCOPED_TRACE(w.name);
+    auto spec = DescribeModel(kModels + "/" + w.name);
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    EXPECT_EQ(spec->family, w.family);
+    EXPECT_EQ(spec->head, w.head);
+    EXPECT_EQ(spec->info.task, w.task);
+    EXPECT_EQ(spec->info.default_pooling, w.pooling);
+    EXPECT_TRUE(CheckBackend(*spec, BackendKind::kCpu).ok());
+  }
+  auto reranker = DescribeModel(kModels + "/qwen3-reranker");
+  ASSERT_TRUE(reranker.ok());
+  EXPECT_EQ(reranker->info.pair_format, PairFormat::kQwen3RerankerChat);
+  EXPECT_GE(reranker->yes_token, 0);
+  EXPECT_GE(reranker->no_token, 0);
+  auto xlmr = DescribeModel(kModels + "/xlmr-embed");
+  ASSERT_TRUE(xlmr.ok());
+  EXPECT_EQ(xlmr->bert.position_offset, xlmr->bert.pad_token_id + 1);
+  EXPECT_EQ(xlmr->info.max_position_embeddings,
+            xlmr->bert.max_position_embeddings - xlmr->bert.position_offset);
+}
+
+// The fixtures' attention heads (head_dim 8-16) are narrower than the CUDA attention kernel's
+// instantiations: refused up front, naming the model, the backend and the reason.
+TEST(RegistryTest, CudaRefusalNamesModelBackendAndReason) {
+  auto spec = DescribeModel(kModels + "/qwen3-embed");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  const Status st = CheckBackend(*spec, BackendKind::kCuda);
+  ASSERT_EQ(st.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(st.message().find("qwen3-embed"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("cuda"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("head_dim"), std::string::npos) << st.message();
+}
+
+TEST(RegistryTest, MissingDirectoryOrConfigIsAnError) {
+  auto spec = DescribeModel(ORCHID_SOURCE_DIR "/tests/fixtures/tokenizer");
+  EXPECT_FALSE(spec.ok());
+  auto missing = DescribeModel(kModels + "/no-such-model");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace orchid
