@@ -45,8 +45,6 @@ Result<NormWeight> Backend::AddNorm(NormKind kind, const Tensor& weight, const T
   ORCHID_CONTRACT(bias == nullptr || bias->dim(0) == weight.dim(0), "AddNorm",
                   "bias and weight differ in width");
   ORCHID_ASSIGN_OR_RETURN(int id, DoAddNorm(kind, weight, bias, eps));
-  if (size_t(id) >= norm_kinds_.size()) norm_kinds_.resize(size_t(id) + 1);
-  norm_kinds_[size_t(id)] = kind;
   return NormWeight{id, int(weight.dim(0))};
 }
 

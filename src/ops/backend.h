@@ -162,13 +162,9 @@ class Backend {
   virtual Status DoGatherPooled(Buffer tokens, Buffer pooled) = 0;
   virtual Status DoPool(Buffer hidden, Buffer out, bool normalize) = 0;
 
-  // Load-time shapes, for the backends' own use.
-  const std::vector<NormKind>& norm_kinds() const { return norm_kinds_; }
-
  private:
   Status Check(bool ok, const char* op, const std::string& what) const;
   std::vector<BufferDecl> decls_;
-  std::vector<NormKind> norm_kinds_;
 };
 
 }  // namespace orchid::ops

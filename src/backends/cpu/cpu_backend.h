@@ -26,7 +26,6 @@ class CpuBackend final : public ops::Backend {
  public:
   explicit CpuBackend(WeightType linear_weights) : linear_weights_(linear_weights) {}
   const char* name() const override { return "cpu"; }
-  WeightType linear_weights() const { return linear_weights_; }
 
   void SetThreadPool(ThreadPool* pool) { pool_ = pool; }
   // The batch the next ops run on; it must stay alive and unchanged until the pass is over.
