@@ -1,17 +1,21 @@
 #include "cli/serving.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <exception>
 #include <filesystem>
 #include <string>
 #include <utility>
 
-#include "runtime/cpu_engine.h"
 #include "backends/cpu/vec_math.h"
+#include "runtime/cpu_engine.h"
 #if ORCHID_HAVE_CUDA
 #include "runtime/cuda/cuda_engine.h"
 #endif
@@ -298,18 +302,60 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
   return out;
 }
 
+namespace {
+
+// The write end of the pipe the stop-signal handler writes the signal's number into.
+int stop_pipe_read = -1;
+int stop_pipe_write = -1;
+
+extern "C" void OnStopSignal(int sig) {
+  const int saved = errno;
+  const unsigned char b = static_cast<unsigned char>(sig);
+  [[maybe_unused]] const ssize_t n = write(stop_pipe_write, &b, 1);
+  errno = saved;
+}
+
+}  // namespace
+
+// Threads that a library starts before main() (OpenBLAS starts its pool when it is loaded) do not
+// inherit the mask below, so a process-directed SIGTERM may be delivered to one of them; with the
+// default disposition that terminates the process without draining. A handler makes delivery to
+// any thread safe: it only writes the signal's number into a pipe that WaitForStopSignal() reads.
 sigset_t BlockStopSignals() {
   sigset_t s;
   sigemptyset(&s);
   sigaddset(&s, SIGINT);
   sigaddset(&s, SIGTERM);
+  if (stop_pipe_write < 0) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) == 0) {
+      stop_pipe_read = fds[0];
+      stop_pipe_write = fds[1];
+      struct sigaction sa {};
+      sa.sa_handler = OnStopSignal;
+      sigemptyset(&sa.sa_mask);
+      sa.sa_flags = SA_RESTART;
+      sigaction(SIGINT, &sa, nullptr);
+      sigaction(SIGTERM, &sa, nullptr);
+    }
+  }
   pthread_sigmask(SIG_BLOCK, &s, nullptr);
   return s;
 }
 
 const char* WaitForStopSignal(const sigset_t& signals) {
   int sig = 0;
-  sigwait(&signals, &sig);
+  if (stop_pipe_read < 0) {  // no pipe (pipe2 failed): the signals are blocked, wait for them
+    sigwait(&signals, &sig);
+  } else {
+    // Unblocked here so that the signal always has a thread to go to; whichever thread gets it,
+    // the handler writes its number into the pipe.
+    pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
+    unsigned char b = 0;
+    while (read(stop_pipe_read, &b, 1) != 1) {
+    }
+    sig = b;
+  }
   return sig == SIGINT ? "SIGINT" : "SIGTERM";
 }
 

@@ -96,7 +96,8 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
                                       bool label_model = false);
 
 // Blocks SIGINT and SIGTERM in this thread (call before starting any thread, so every thread
-// inherits the mask), so that WaitForStopSignal() alone receives them.
+// inherits the mask) and installs a handler that hands them to WaitForStopSignal(), so that
+// neither kills the process, whichever thread (ours or a library's) the kernel delivers them to.
 sigset_t BlockStopSignals();
 // Waits for SIGINT or SIGTERM; returns its name.
 const char* WaitForStopSignal(const sigset_t& signals);

@@ -4,8 +4,11 @@ requests when a worker is killed -9 under load (chunks retried elsewhere) and tr
 once it restarts (also with each worker in its own network namespace, at its own address, as
 real hosts would be); SIGTERM on a worker lets its in-flight requests complete; 429 on overload
 and 503 with no healthy worker, with JSON bodies; every /metrics passes `promtool check metrics`."""
+import ctypes
 import os
+import platform
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -17,6 +20,8 @@ import requests
 
 from support import (LONG_INDEX, ORCHID_MODEL, SENTENCES, SHORT, Gateway, OrchidProcess, Worker,
                      assert_close_to_reference, free_port, metric, rows, wait_healthy)
+
+SYS_TGKILL = 234  # x86-64
 
 
 def embed(url, inputs, **kw):
@@ -286,3 +291,40 @@ def test_backend_dns_finds_the_replicas():
             assert gw_proc.stop() == 0, gw_proc.log_text()
     finally:
         w.proc.stop()
+
+
+def _threads_taking_sigterm(pid):
+    """Threads of `pid` that do not block SIGTERM (a library's pool started before main())."""
+    out = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/status", encoding="utf-8") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        if not int(fields["SigBlk"].strip(), 16) & (1 << (signal.SIGTERM - 1)):
+            out.append(int(tid))
+    return out
+
+
+def test_sigterm_delivered_to_any_thread_drains_cleanly():
+    """The kernel hands a process-directed SIGTERM to any thread that does not block it. Threads a
+    library starts while loading (OpenBLAS's pool) do not inherit the mask set in main(), so send
+    SIGTERM straight to each such thread in turn (a fresh process each time): every one must drain
+    and exit 0, not die of the signal's default action."""
+    if platform.machine() != "x86_64":
+        pytest.skip("the tgkill syscall number here is x86-64's")
+    libc = ctypes.CDLL(None, use_errno=True)
+    w = Worker()
+    gw = None
+    try:
+        gw = Gateway([w])
+        for proc in (gw.proc, w.proc):
+            tids = _threads_taking_sigterm(proc.proc.pid)
+            # The thread in WaitForStopSignal() unblocks it, so there is at least that one.
+            assert tids, f"no thread of {proc.name} takes SIGTERM"
+            others = [t for t in tids if t != proc.proc.pid]  # a thread other than main's
+            victim = (others or tids)[0]
+            assert libc.syscall(SYS_TGKILL, proc.proc.pid, victim, signal.SIGTERM) == 0
+            assert proc.proc.wait(timeout=60) == 0, proc.log_text()
+    finally:
+        if gw is not None:
+            gw.proc.kill()
+        w.proc.kill()
