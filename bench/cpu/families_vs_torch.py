@@ -9,6 +9,13 @@ SDPA, the same thread count), same machine, same run, for full-size random-weigh
   minilm-reranker     a cross-encoder of ms-marco-MiniLM-L-6-v2's shape (6 layers, hidden 384),
                       BertForSequenceClassification, 1 label: the rerank suite (5 / 25 / 50
                       pairs of 512 tokens)
+  mpnet-base          all-mpnet-base-v2's shape (MPNetModel: 12 layers, hidden 768, relative
+                      position bias), mean + L2
+  distilbert-base     DistilBertModel's base shape (6 layers, hidden 768), mean + L2
+  qwen2-0.5b          Qwen2-0.5B's shape (24 layers, hidden 896, 14 q / 2 kv heads, q/k/v
+                      biases), causal, last token + L2
+  llama-360m          SmolLM2-360M's shape (LlamaModel: 32 layers, hidden 960, 15 q / 5 kv heads),
+                      causal, last token + L2 (Mistral's layer is the same code: no biases)
 
 Each side runs in float32 and, with --dtypes float32,bfloat16, also in bfloat16: orchid's
 --dtype bfloat16 (linear-layer weights and inputs rounded to bfloat16, fp32 accumulation, the
@@ -56,12 +63,33 @@ MINILM_RERANKER = dict(model_type="bert", architectures=["BertForSequenceClassif
                        hidden_act="gelu", max_position_embeddings=512, type_vocab_size=2,
                        id2label={"0": "LABEL_0"}, label2id={"LABEL_0": 0})
 
+MPNET_BASE = dict(model_type="mpnet", architectures=["MPNetModel"], vocab_size=30527, hidden_size=768,
+                  num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, hidden_act="gelu",
+                  max_position_embeddings=514, layer_norm_eps=1e-5, relative_attention_num_buckets=32,
+                  pad_token_id=1)
+DISTILBERT_BASE = dict(model_type="distilbert", architectures=["DistilBertModel"], vocab_size=30522,
+                       dim=768, n_layers=6, n_heads=12, hidden_dim=3072, activation="gelu",
+                       max_position_embeddings=512)
+QWEN2_05B = dict(model_type="qwen2", architectures=["Qwen2Model"], vocab_size=151936, hidden_size=896,
+                 num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,
+                 intermediate_size=4864, hidden_act="silu", max_position_embeddings=32768,
+                 rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True,
+                 use_sliding_window=False)
+LLAMA_360M = dict(model_type="llama", architectures=["LlamaModel"], vocab_size=49152, hidden_size=960,
+                  num_hidden_layers=32, num_attention_heads=15, num_key_value_heads=5,
+                  intermediate_size=2560, hidden_act="silu", max_position_embeddings=8192,
+                  rms_norm_eps=1e-5, rope_theta=100000.0, tie_word_embeddings=True)
+
 MODELS = {
     # name: (config, pooling, normalize, kind, bidirectional)
     "qwen3-0.6b-causal": (QWEN3_06B, "lasttoken", True, "embed", False),
     "qwen3-0.6b-bidir": (dict(QWEN3_06B, use_bidirectional_attention=True), "mean", False, "embed", True),
     "xlmr-base": (XLMR_BASE, "mean", True, "embed", False),
     "minilm-reranker": (MINILM_RERANKER, "cls", False, "score", False),
+    "mpnet-base": (MPNET_BASE, "mean", True, "embed", False),
+    "distilbert-base": (DISTILBERT_BASE, "mean", True, "embed", False),
+    "qwen2-0.5b": (QWEN2_05B, "lasttoken", True, "embed", False),
+    "llama-360m": (LLAMA_360M, "lasttoken", True, "embed", False),
 }
 
 
@@ -83,7 +111,7 @@ def make_model(name, root):
     c.update({k: v for k, v in cfg.items() if k in ("use_bidirectional_attention", "architectures")})
     (d / "config.json").write_text(json.dumps(c, indent=2))
     if kind == "embed":
-        st_files(d, pooling, normalize, cfg["hidden_size"], 8192)
+        st_files(d, pooling, normalize, cfg.get("hidden_size", cfg.get("dim")), 8192)
     return d
 
 

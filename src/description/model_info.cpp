@@ -12,6 +12,12 @@ const char* PoolingName(Pooling p) {
       return "cls";
     case Pooling::kLastToken:
       return "last_token";
+    case Pooling::kMax:
+      return "max";
+    case Pooling::kMeanSqrtLen:
+      return "mean_sqrt_len";
+    case Pooling::kWeightedMean:
+      return "weighted_mean";
   }
   return "unknown";
 }

@@ -15,6 +15,10 @@ enum class Pooling : uint8_t {
   kMean,       // mean over the sequence's tokens
   kCls,        // first token
   kLastToken,  // last token of the sequence
+  // sentence-transformers' other Pooling modes:
+  kMax,           // per dimension, the largest value over the sequence's tokens
+  kMeanSqrtLen,   // the sum over the tokens / sqrt(number of tokens)
+  kWeightedMean,  // tokens weighted by their position 1..n: sum(i h_i) / sum(i)
 };
 
 const char* PoolingName(Pooling p);
@@ -47,6 +51,9 @@ struct ModelInfo {
   // Token types the model embeds (BERT: 2). 1 for models without them: type ids must be 0.
   int type_vocab_size = 1;
   int hidden_size = 0;  // width of the transformer and of the pooled vector
+  // Embedders with sentence-transformers Dense modules: the width of the last one's output (the
+  // embedding); 0: hidden_size.
+  int embedding_dim = 0;
   // Positions a sequence may use (0 .. max_position_embeddings - 1), after any offset the
   // family adds (XLM-R numbers positions from padding_idx + 1).
   int max_position_embeddings = 0;
@@ -66,7 +73,10 @@ struct ModelInfo {
   NativeQuantization native_quantization = NativeQuantization::kNone;
 
   // Width of the rows the engine returns: hidden_size for embedders, num_labels for scorers.
-  int output_dim() const { return task == ModelTask::kScore ? num_labels : hidden_size; }
+  int output_dim() const {
+    return task == ModelTask::kScore ? num_labels
+                                     : (embedding_dim > 0 ? embedding_dim : hidden_size);
+  }
   // Label i's name: labels[i], or transformers' default "LABEL_<i>".
   std::string label(int i) const {
     return size_t(i) < labels.size() ? labels[size_t(i)] : "LABEL_" + std::to_string(i);

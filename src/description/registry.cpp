@@ -41,23 +41,39 @@ Architecture Classify(const std::string& arch, const std::string& model_type) {
     }
     return false;
   };
-  if (is({"BertModel", "bert", "BertForMaskedLM", "BertForPreTraining"})) {
+  if (is({"BertModel", "bert", "BertForMaskedLM", "BertForPreTraining", "DistilBertModel",
+          "distilbert", "DistilBertForMaskedLM", "MPNetModel", "mpnet", "MPNetForMaskedLM"})) {
     return {true, FamilyKind::kBert};
   }
-  if (is({"BertForSequenceClassification"})) return {true, FamilyKind::kBert, false, true};
+  if (is({"BertForSequenceClassification", "DistilBertForSequenceClassification",
+          "MPNetForSequenceClassification"})) {
+    return {true, FamilyKind::kBert, false, true};
+  }
   if (is({"XLMRobertaModel", "xlm-roberta", "XLMRobertaForMaskedLM", "RobertaModel", "roberta",
-          "RobertaForMaskedLM"})) {
+          "RobertaForMaskedLM", "CamembertModel", "camembert", "CamembertForMaskedLM"})) {
     return {true, FamilyKind::kBert, true};
   }
-  if (is({"XLMRobertaForSequenceClassification", "RobertaForSequenceClassification"})) {
+  if (is({"XLMRobertaForSequenceClassification", "RobertaForSequenceClassification",
+          "CamembertForSequenceClassification"})) {
     return {true, FamilyKind::kBert, true, true};
   }
   // pplx-embed-v1: Qwen3 with bidirectional attention (its config says so) and int8 output.
-  if (is({"Qwen3Model", "qwen3", "PPLXQwen3Model"})) return {true, FamilyKind::kQwen3};
-  if (is({"Qwen3ForCausalLM"})) return {true, FamilyKind::kQwen3, false, false, true};
+  if (is({"Qwen3Model", "qwen3", "PPLXQwen3Model", "Qwen2Model", "qwen2", "MistralModel", "mistral",
+          "LlamaModel", "llama"})) {
+    return {true, FamilyKind::kDecoder};
+  }
+  // Gemma 3's text decoder (EmbeddingGemma: bidirectional, sliding-window local layers).
+  if (is({"Gemma3TextModel", "gemma3_text", "Gemma3ForCausalLM"})) {
+    return {true, FamilyKind::kDecoder};
+  }
+  // *ForCausalLM: Qwen3-Reranker (no sentence-transformers modules), or an embedder published
+  // with its LM class (gte-Qwen2-instruct: Qwen2ForCausalLM with modules.json).
+  if (is({"Qwen3ForCausalLM", "Qwen2ForCausalLM", "MistralForCausalLM", "LlamaForCausalLM"})) {
+    return {true, FamilyKind::kDecoder, false, false, true};
+  }
   // Custom heads over the Qwen3 body (pplx-embed-v1's remote code) keep model_type "qwen3".
   if (model_type == "qwen3" || model_type == "bidirectional_pplx_qwen3") {
-    return {true, FamilyKind::kQwen3};
+    return {true, FamilyKind::kDecoder};
   }
   return {};
 }
@@ -118,6 +134,8 @@ Status DescribeBert(const Architecture& kind, const JsonFile& config,
   ORCHID_ASSIGN_OR_RETURN(spec->bert, ReadBertConfig(spec->config_path));
   BertConfig& bert = spec->bert;
   if (kind.xlmr) bert.position_offset = bert.pad_token_id + 1;
+  // MPNetEmbeddings numbers positions from its fixed padding_idx (1) + 1, whatever the config.
+  if (bert.layout == BertConfig::Layout::kMpnet) bert.position_offset = 2;
   if (bert.position_offset >= bert.max_position_embeddings) {
     return config.FieldError("max_position_embeddings",
                              "leaves no position after the padding offset");
@@ -131,8 +149,16 @@ Status DescribeBert(const Architecture& kind, const JsonFile& config,
   ORCHID_RETURN_IF_ERROR(CheckWordEmbeddingDimension(*spec, st));
   info.max_seq_length = MaxSeqLength(st, info.max_position_embeddings);
   if (kind.classifier) {
-    spec->head = kind.xlmr ? HeadKind::kRobertaClassifier : HeadKind::kBertPooler;
-    bert.head = kind.xlmr ? BertConfig::Head::kRobertaClassifier : BertConfig::Head::kBertPooler;
+    if (kind.xlmr || bert.layout == BertConfig::Layout::kMpnet) {
+      spec->head = HeadKind::kRobertaClassifier;
+      bert.head = BertConfig::Head::kRobertaClassifier;
+    } else if (bert.layout == BertConfig::Layout::kDistilBert) {
+      spec->head = HeadKind::kDistilBertClassifier;
+      bert.head = BertConfig::Head::kDistilBertClassifier;
+    } else {
+      spec->head = HeadKind::kBertPooler;
+      bert.head = BertConfig::Head::kBertPooler;
+    }
     info.task = ModelTask::kScore;
     info.num_labels = bert.num_labels;
     info.labels = bert.labels;
@@ -144,15 +170,20 @@ Status DescribeBert(const Architecture& kind, const JsonFile& config,
   return Status::Ok();
 }
 
-Status DescribeQwen3(const Architecture& kind, const std::string& model_type,
-                     const SentenceTransformersConfig& st, ModelSpec* spec) {
-  ORCHID_ASSIGN_OR_RETURN(spec->qwen3, ReadQwen3Config(spec->config_path));
-  const Qwen3Config& qwen = spec->qwen3;
+Status DescribeDecoder(const Architecture& kind, const std::string& model_type,
+                       const SentenceTransformersConfig& st, ModelSpec* spec) {
+  ORCHID_ASSIGN_OR_RETURN(spec->decoder, ReadDecoderConfig(spec->config_path));
+  const DecoderConfig& qwen = spec->decoder;
   ModelInfo& info = spec->info;
   info.vocab_size = qwen.vocab_size;
   info.type_vocab_size = 1;
   info.hidden_size = qwen.hidden_size;
-  info.max_position_embeddings = qwen.max_position_embeddings;
+  // Mistral's sliding window: no longer input than the window, so that it never cuts (every
+  // token then sees all the earlier ones, as without a window).
+  info.max_position_embeddings =
+      qwen.sliding_window > 0 && qwen.sliding_window < qwen.max_position_embeddings
+          ? qwen.sliding_window
+          : qwen.max_position_embeddings;
   info.causal = qwen.causal;
   ORCHID_RETURN_IF_ERROR(CheckWordEmbeddingDimension(*spec, st));
   // Without sentence-transformers files a decoder pools its last token (the only one that
@@ -162,10 +193,10 @@ Status DescribeQwen3(const Architecture& kind, const std::string& model_type,
   if (model_type == "bidirectional_pplx_qwen3" || info.architecture == "PPLXQwen3Model") {
     info.native_quantization = NativeQuantization::kTanhInt8;
   }
-  info.max_seq_length = MaxSeqLength(st, qwen.max_position_embeddings);
+  info.max_seq_length = MaxSeqLength(st, info.max_position_embeddings);
   // Qwen3-Reranker is a bare Qwen3ForCausalLM checkpoint (no sentence-transformers modules);
   // Qwen3-Embedding carries modules.json with last-token pooling.
-  if (kind.causal_lm && !st.present) {
+  if (kind.causal_lm && !st.present && model_type == "qwen3") {
     spec->head = HeadKind::kYesNoLogit;
     ORCHID_ASSIGN_OR_RETURN(spec->yes_token, VocabId(TokenizerPath(spec->dir), "yes"));
     ORCHID_ASSIGN_OR_RETURN(spec->no_token, VocabId(TokenizerPath(spec->dir), "no"));
@@ -192,8 +223,8 @@ const char* FamilyName(FamilyKind f) {
   switch (f) {
     case FamilyKind::kBert:
       return "BERT";
-    case FamilyKind::kQwen3:
-      return "Qwen3";
+    case FamilyKind::kDecoder:
+      return "decoder";
   }
   return "?";
 }
@@ -218,8 +249,9 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
   if (!kind.known) {
     return Status::InvalidArgument(
         spec.config_path + ": architecture \"" + arch +
-        "\" is not supported (supported: BERT, XLM-RoBERTa and Qwen3 encoders and decoders, "
-        "BERT / XLM-RoBERTa *ForSequenceClassification cross-encoders, Qwen3-Reranker)");
+        "\" is not supported (supported: BERT, RoBERTa, XLM-RoBERTa, CamemBERT, DistilBERT and "
+        "MPNet encoders and their *ForSequenceClassification cross-encoders; Qwen3, Qwen2, "
+        "Mistral and Llama decoders; Qwen3-Reranker)");
   }
   ORCHID_ASSIGN_OR_RETURN(SentenceTransformersConfig st, ReadSentenceTransformersConfig(dir));
   if (!std::filesystem::exists(spec.weights_path, ec)) {
@@ -231,10 +263,23 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
   spec.info.architecture = arch;
   spec.info.default_pooling = st.pooling;
   spec.info.default_normalize = st.normalize;
-  if (kind.family == FamilyKind::kQwen3) {
-    ORCHID_RETURN_IF_ERROR(DescribeQwen3(kind, model_type, st, &spec));
+  if (kind.family == FamilyKind::kDecoder) {
+    ORCHID_RETURN_IF_ERROR(DescribeDecoder(kind, model_type, st, &spec));
   } else {
     ORCHID_RETURN_IF_ERROR(DescribeBert(kind, config, st, &spec));
+  }
+  if (!st.dense.empty()) {
+    if (spec.info.task != ModelTask::kEmbed) {
+      return Status::Corrupt(dir + ": sentence-transformers Dense modules on a scorer");
+    }
+    if (st.dense.front().in_features != spec.info.hidden_size) {
+      return Status::Corrupt(st.dense.front().dir + "/config.json: in_features (" +
+                             std::to_string(st.dense.front().in_features) +
+                             ") differs from config.json hidden_size (" +
+                             std::to_string(spec.info.hidden_size) + ")");
+    }
+    spec.dense = st.dense;
+    spec.info.embedding_dim = st.dense.back().out_features;
   }
   return spec;
 }
@@ -249,8 +294,20 @@ Status CheckBackend(const ModelSpec& spec, BackendKind backend) {
   };
   const int hidden = spec.info.hidden_size;
   const int head_dim =
-      spec.family == FamilyKind::kBert ? spec.bert.head_dim() : spec.qwen3.head_dim;
+      spec.family == FamilyKind::kBert ? spec.bert.head_dim() : spec.decoder.head_dim;
   if (hidden > 12256) return refuse("hidden_size " + std::to_string(hidden) + " > 12256");
+  const Pooling pooling = spec.info.default_pooling;
+  if (pooling == Pooling::kMax || pooling == Pooling::kMeanSqrtLen ||
+      pooling == Pooling::kWeightedMean) {
+    return refuse(std::string("its pooling kernel has no ") + PoolingName(pooling) + " pooling");
+  }
+  if (!spec.dense.empty()) return refuse("sentence-transformers Dense modules");
+  if (spec.family == FamilyKind::kDecoder && spec.decoder.gemma) {
+    return refuse("Gemma 3's GeGLU, sliding-window attention and sublayer norms");
+  }
+  if (spec.family == FamilyKind::kBert && spec.bert.layout == BertConfig::Layout::kMpnet) {
+    return refuse("its attention kernel has no relative position bias (MPNet)");
+  }
   if (head_dim != 32 && head_dim != 64 && head_dim != 80 && head_dim != 96 && head_dim != 128) {
     return refuse("attention head_dim " + std::to_string(head_dim) +
                   " (supported: 32, 64, 80, 96, 128)");

@@ -10,14 +10,17 @@
 #include "core/status.h"
 #include "description/bert_config.h"
 #include "description/model_info.h"
-#include "description/qwen3_config.h"
+#include "description/sentence_transformers.h"
+#include "description/decoder_config.h"
 
 namespace orchid {
 
 // The transformer bodies orchid defines (src/families/).
 enum class FamilyKind : uint8_t {
-  kBert,   // BERT and XLM-RoBERTa encoders (post-LN, absolute positions, exact GELU)
-  kQwen3,  // Qwen3 decoders, causal or bidirectional (pre-RMSNorm, QK-norm, RoPE, SwiGLU)
+  kBert,  // post-LN encoders with absolute positions and exact GELU: BERT, RoBERTa, XLM-RoBERTa,
+          // CamemBERT, DistilBERT, MPNet
+  kDecoder,  // Llama-style decoders (Qwen3, Qwen2, Mistral, Llama), causal or bidirectional
+             // (pre-RMSNorm, RoPE, grouped-query attention, SwiGLU)
 };
 const char* FamilyName(FamilyKind f);
 
@@ -25,7 +28,8 @@ const char* FamilyName(FamilyKind f);
 enum class HeadKind : uint8_t {
   kNone,
   kBertPooler,         // BERT *ForSequenceClassification: classifier(tanh(pooler.dense(h)))
-  kRobertaClassifier,  // XLM-R / RoBERTa: classifier.out_proj(tanh(classifier.dense(h)))
+  kRobertaClassifier,  // XLM-R / RoBERTa / MPNet: classifier.out_proj(tanh(classifier.dense(h)))
+  kDistilBertClassifier,  // DistilBERT: classifier(relu(pre_classifier(h)))
   kYesNoLogit,         // Qwen3-Reranker: logit(yes) - logit(no) from the output projection
 };
 
@@ -41,7 +45,9 @@ struct ModelSpec {
   ModelInfo info;  // complete: sizes, task, pooling, labels, pair format, quantization
   // The family's hyper-parameters (only the one of `family` is filled in).
   BertConfig bert;  // position_offset set for XLM-R
-  Qwen3Config qwen3;
+  DecoderConfig decoder;
+  // sentence-transformers Dense modules after pooling (embedders), in order.
+  std::vector<DenseModule> dense;
   // kYesNoLogit: the answer tokens' ids.
   int32_t yes_token = -1;
   int32_t no_token = -1;

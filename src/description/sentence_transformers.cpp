@@ -23,9 +23,9 @@ Status ReadPoolingConfig(const std::string& path, SentenceTransformersConfig* c)
       {"pooling_mode_mean_tokens", Pooling::kMean},
       {"pooling_mode_cls_token", Pooling::kCls},
       {"pooling_mode_lasttoken", Pooling::kLastToken},
-      {"pooling_mode_max_tokens", Pooling::kNone},
-      {"pooling_mode_mean_sqrt_len_tokens", Pooling::kNone},
-      {"pooling_mode_weightedmean_tokens", Pooling::kNone},
+      {"pooling_mode_max_tokens", Pooling::kMax},
+      {"pooling_mode_mean_sqrt_len_tokens", Pooling::kMeanSqrtLen},
+      {"pooling_mode_weightedmean_tokens", Pooling::kWeightedMean},
   };
   int enabled = 0;
   for (const Mode& m : modes) {
@@ -41,6 +41,32 @@ Status ReadPoolingConfig(const std::string& path, SentenceTransformersConfig* c)
   }
   if (enabled == 0) return Status::Corrupt(path + ": no pooling_mode_* field is true");
   return Status::Ok();
+}
+
+Result<DenseModule> ReadDenseConfig(const std::string& dir) {
+  ORCHID_ASSIGN_OR_RETURN(JsonFile f, JsonFile::Read(dir + "/config.json"));
+  DenseModule d;
+  d.dir = dir;
+  ORCHID_RETURN_IF_ERROR(f.Size("in_features", 1 << 20, &d.in_features));
+  ORCHID_RETURN_IF_ERROR(f.Size("out_features", 1 << 20, &d.out_features));
+  ORCHID_ASSIGN_OR_RETURN(d.bias, f.Bool("bias", true));
+  ORCHID_ASSIGN_OR_RETURN(std::string act,
+                          f.String("activation_function", "torch.nn.modules.activation.Tanh"));
+  if (EndsWith(act, ".Tanh")) {
+    d.tanh = true;
+  } else if (!EndsWith(act, ".Identity")) {
+    return f.FieldError("activation_function",
+                        "is \"" + act + "\"; only Identity and Tanh are supported");
+  }
+  ORCHID_ASSIGN_OR_RETURN(bool residual, f.Bool("use_residual", false));
+  if (residual) return f.FieldError("use_residual", "is true; not supported");
+  std::error_code ec;
+  if (!std::filesystem::exists(dir + "/model.safetensors", ec)) {
+    return Status::NotFound(dir +
+                            "/model.safetensors not found (a Dense module's weights must be "
+                            "safetensors)");
+  }
+  return d;
 }
 
 }  // namespace
@@ -66,6 +92,25 @@ Result<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::str
     if (EndsWith(type, ".Transformer")) continue;
     if (EndsWith(type, ".Normalize")) {
       c.normalize = true;
+      continue;
+    }
+    if (EndsWith(type, ".Dense")) {
+      if (!have_pooling || c.normalize) {
+        return Status::Corrupt(where +
+                               ": a Dense module must come after Pooling and before "
+                               "Normalize");
+      }
+      if (path.empty() || path.find("..") != std::string_view::npos || path.front() == '/') {
+        return Status::Corrupt(where + ": bad Dense \"path\" \"" + std::string(path) + "\"");
+      }
+      ORCHID_ASSIGN_OR_RETURN(DenseModule d, ReadDenseConfig(dir + "/" + std::string(path)));
+      const int width = c.dense.empty() ? c.word_embedding_dimension : c.dense.back().out_features;
+      if (width != 0 && d.in_features != width) {
+        return Status::Corrupt(
+            d.dir + "/config.json: in_features (" + std::to_string(d.in_features) +
+            ") differs from the width before it (" + std::to_string(width) + ")");
+      }
+      c.dense.push_back(std::move(d));
       continue;
     }
     if (EndsWith(type, ".Pooling")) {

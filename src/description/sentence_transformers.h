@@ -5,11 +5,21 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "description/model_info.h"
 
 namespace orchid {
+
+// A sentence-transformers Dense module: y = activation(x W^T + b) on the pooled vector, its
+// weights in DIR/<path>/model.safetensors ("linear.weight" [out, in], "linear.bias").
+struct DenseModule {
+  std::string dir;  // DIR/<path>
+  int in_features = 0, out_features = 0;
+  bool bias = true;
+  bool tanh = false;  // activation_function Tanh; otherwise Identity
+};
 
 struct SentenceTransformersConfig {
   bool present = false;  // modules.json exists
@@ -17,11 +27,13 @@ struct SentenceTransformersConfig {
   bool normalize = false;
   int max_seq_length = 0;            // 0: not given
   int word_embedding_dimension = 0;  // from the pooling config; 0: not given
+  std::vector<DenseModule> dense;    // after pooling, in order, before Normalize
 };
 
 // Reads DIR's sentence-transformers files. Absent files give the defaults above (mean pooling,
-// no normalisation). Modules we cannot run (Dense, max pooling, several pooling modes at once,
-// ...) are errors naming the file and field, rather than silently different embeddings.
+// no normalisation). Modules we cannot run (several pooling modes at once, a Dense with another
+// activation or without safetensors weights, ...) are errors naming the file and field, rather
+// than silently different embeddings.
 Result<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::string& dir);
 
 // Named prompts from config_sentence_transformers.json ("prompts": {name: text},

@@ -1,11 +1,15 @@
-// The BERT family: BERT and XLM-RoBERTa encoders (embeddings, then post-LN transformer layers
-// with exact GELU), as Hugging Face's BertModel / XLMRobertaModel, and the cross-encoders
-// built on them (*ForSequenceClassification: a tanh-dense-then-linear classifier on the first
-// token).
+// The BERT family: post-LN encoders with absolute position embeddings and exact GELU, as
+// Hugging Face's BertModel, RobertaModel / XLMRobertaModel / CamembertModel, DistilBertModel
+// and MPNetModel, and the cross-encoders built on them (*ForSequenceClassification: a small
+// classifier on the first token).
 //
-//   h = LayerNorm(word[id] + position[pos + offset] + token_type[type])
+//   h = LayerNorm(word[id] + position[pos + offset] + token_type[type])   (no token types:
+//                                                                DistilBERT, MPNet)
 //   per layer:  h = LayerNorm(h + Attention(h));  h = LayerNorm(h + W2 gelu(W1 h + b1) + b2)
+//   MPNet: every layer's attention scores get a learned bias by relative position bucket
+//   (one table for all layers).
 //
+// The variants differ only in tensor names (Names below) and those extras.
 // Q, K and V are fused into one [3H, H] projection. With CLS pooling (cross-encoders, most
 // BERT embedders) the last layer computes keys and values for every token but everything after
 // attention only for the rows pooling reads.
@@ -14,6 +18,7 @@
 
 #include "checkpoint/safetensors.h"
 #include "checkpoint/weight_reader.h"
+#include "families/embedding_head.h"
 #include "families/family_loaders.h"
 
 namespace orchid {
@@ -44,21 +49,81 @@ class Bert final : public Family {
   ops::EmbedOp embed_;
   std::vector<Layer> layers_;
   ops::LinearWeight head_dense_, head_out_;
+  EmbeddingHead embedding_;
+  ops::Activation head_activation_ = ops::Activation::kTanh;
   ops::AttentionOptions attention_;
   Buffer qkv_;
   Activations all_, pooled_;
   Buffer pooled_vec_, head_hidden_;
 };
 
+// Where each variant keeps its tensors (relative to the checkpoint's prefix).
+struct Names {
+  const char* position;
+  const char* token_type;  // nullptr: no token types
+  const char* embed_norm;
+  const char* layer;  // + N + "."
+  const char *q, *k, *v, *attn_out, *attn_norm, *inter, *out, *out_norm;
+};
+constexpr Names kBertNames{"embeddings.position_embeddings.weight",
+                           "embeddings.token_type_embeddings.weight",
+                           "embeddings.LayerNorm",
+                           "encoder.layer.",
+                           "attention.self.query",
+                           "attention.self.key",
+                           "attention.self.value",
+                           "attention.output.dense",
+                           "attention.output.LayerNorm",
+                           "intermediate.dense",
+                           "output.dense",
+                           "output.LayerNorm"};
+constexpr Names kDistilBertNames{"embeddings.position_embeddings.weight",
+                                 nullptr,
+                                 "embeddings.LayerNorm",
+                                 "transformer.layer.",
+                                 "attention.q_lin",
+                                 "attention.k_lin",
+                                 "attention.v_lin",
+                                 "attention.out_lin",
+                                 "sa_layer_norm",
+                                 "ffn.lin1",
+                                 "ffn.lin2",
+                                 "output_layer_norm"};
+constexpr Names kMpnetNames{"embeddings.position_embeddings.weight",
+                            nullptr,
+                            "embeddings.LayerNorm",
+                            "encoder.layer.",
+                            "attention.attn.q",
+                            "attention.attn.k",
+                            "attention.attn.v",
+                            "attention.attn.o",
+                            "attention.LayerNorm",
+                            "intermediate.dense",
+                            "output.dense",
+                            "output.LayerNorm"};
+
+const Names& NamesOf(BertConfig::Layout layout) {
+  switch (layout) {
+    case BertConfig::Layout::kDistilBert:
+      return kDistilBertNames;
+    case BertConfig::Layout::kMpnet:
+      return kMpnetNames;
+    case BertConfig::Layout::kBert:
+      break;
+  }
+  return kBertNames;
+}
+
 Status Bert::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backend& b) {
   c_ = spec.bert;
   head_ = spec.head;
+  const Names& n = NamesOf(c_.layout);
   // The prefix is whatever precedes the word embeddings' name ("", "bert.", "roberta.", ...).
   const std::string anchor = "embeddings.word_embeddings.weight";
   const std::optional<std::string> prefix = FindWeightPrefix(file, anchor);
   if (!prefix) {
     return Status::Corrupt(file.path() + ": no tensor named \"" + anchor +
-                           "\" (with or without a prefix); not a BERT checkpoint?");
+                           "\" (with or without a prefix); not a BERT-family checkpoint?");
   }
   const WeightReader r(file, *prefix);
   const int64_t H = c_.hidden_size, I = c_.intermediate_size;
@@ -66,69 +131,91 @@ Status Bert::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backe
   Tensor t, g, beta;
   ORCHID_ASSIGN_OR_RETURN(t, r.Read(anchor, {c_.vocab_size, H}));
   ORCHID_ASSIGN_OR_RETURN(embed_.word, b.AddTable(std::move(t)));
-  ORCHID_ASSIGN_OR_RETURN(
-      t, r.Read("embeddings.position_embeddings.weight", {c_.max_position_embeddings, H}));
+  ORCHID_ASSIGN_OR_RETURN(t, r.Read(n.position, {c_.max_position_embeddings, H}));
   ORCHID_ASSIGN_OR_RETURN(embed_.position, b.AddTable(std::move(t)));
   embed_.position_offset = c_.position_offset;
-  ORCHID_ASSIGN_OR_RETURN(
-      t, r.Read("embeddings.token_type_embeddings.weight", {c_.type_vocab_size, H}));
-  ORCHID_ASSIGN_OR_RETURN(embed_.type, b.AddTable(std::move(t)));
-  ORCHID_RETURN_IF_ERROR(r.ReadNorm("embeddings.LayerNorm", H, &g, &beta));
+  if (n.token_type != nullptr) {
+    ORCHID_ASSIGN_OR_RETURN(t, r.Read(n.token_type, {c_.type_vocab_size, H}));
+    ORCHID_ASSIGN_OR_RETURN(embed_.type, b.AddTable(std::move(t)));
+  }
+  ORCHID_RETURN_IF_ERROR(r.ReadNorm(n.embed_norm, H, &g, &beta));
   ORCHID_ASSIGN_OR_RETURN(embed_.norm, b.AddNorm(ops::NormKind::kLayerNorm, g, &beta, eps));
+
+  const int heads = c_.num_attention_heads;
+  attention_ = {heads, heads, c_.head_dim(), false};
+  if (c_.layout == BertConfig::Layout::kMpnet) {
+    const int64_t buckets = c_.relative_attention_num_buckets;
+    ORCHID_ASSIGN_OR_RETURN(t, r.Read("encoder.relative_attention_bias.weight", {buckets, heads}));
+    ORCHID_ASSIGN_OR_RETURN(attention_.relative_bias, b.AddTable(std::move(t)));
+    attention_.relative_max_distance = 128;  // MPNetEncoder.relative_position_bucket's default
+  }
 
   layers_.resize(size_t(c_.num_hidden_layers));
   for (int i = 0; i < c_.num_hidden_layers; ++i) {
     Layer& l = layers_[size_t(i)];
-    const std::string p = "encoder.layer." + std::to_string(i) + ".";
+    const std::string p = n.layer + std::to_string(i) + ".";
+    auto name = [&p](const char* module, const char* what) { return p + module + "." + what; };
     Tensor q, k, v, qb, kb, vb, w, bias;
-    ORCHID_ASSIGN_OR_RETURN(q, r.Read(p + "attention.self.query.weight", {H, H}));
-    ORCHID_ASSIGN_OR_RETURN(k, r.Read(p + "attention.self.key.weight", {H, H}));
-    ORCHID_ASSIGN_OR_RETURN(v, r.Read(p + "attention.self.value.weight", {H, H}));
-    ORCHID_ASSIGN_OR_RETURN(qb, r.Read(p + "attention.self.query.bias", {H}));
-    ORCHID_ASSIGN_OR_RETURN(kb, r.Read(p + "attention.self.key.bias", {H}));
-    ORCHID_ASSIGN_OR_RETURN(vb, r.Read(p + "attention.self.value.bias", {H}));
+    ORCHID_ASSIGN_OR_RETURN(q, r.Read(name(n.q, "weight"), {H, H}));
+    ORCHID_ASSIGN_OR_RETURN(k, r.Read(name(n.k, "weight"), {H, H}));
+    ORCHID_ASSIGN_OR_RETURN(v, r.Read(name(n.v, "weight"), {H, H}));
+    ORCHID_ASSIGN_OR_RETURN(qb, r.Read(name(n.q, "bias"), {H}));
+    ORCHID_ASSIGN_OR_RETURN(kb, r.Read(name(n.k, "bias"), {H}));
+    ORCHID_ASSIGN_OR_RETURN(vb, r.Read(name(n.v, "bias"), {H}));
     const Tensor qkv_bias = Concat0({&qb, &kb, &vb});
     ORCHID_ASSIGN_OR_RETURN(l.qkv, b.AddLinear(Concat0({&q, &k, &v}), &qkv_bias));
-    ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "attention.output.dense.weight", {H, H}));
-    ORCHID_ASSIGN_OR_RETURN(bias, r.Read(p + "attention.output.dense.bias", {H}));
+    ORCHID_ASSIGN_OR_RETURN(w, r.Read(name(n.attn_out, "weight"), {H, H}));
+    ORCHID_ASSIGN_OR_RETURN(bias, r.Read(name(n.attn_out, "bias"), {H}));
     ORCHID_ASSIGN_OR_RETURN(l.attn_out, b.AddLinear(w, &bias));
-    ORCHID_RETURN_IF_ERROR(r.ReadNorm(p + "attention.output.LayerNorm", H, &g, &beta));
+    ORCHID_RETURN_IF_ERROR(r.ReadNorm(p + n.attn_norm, H, &g, &beta));
     ORCHID_ASSIGN_OR_RETURN(l.attn_norm, b.AddNorm(ops::NormKind::kLayerNorm, g, &beta, eps));
-    ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "intermediate.dense.weight", {I, H}));
-    ORCHID_ASSIGN_OR_RETURN(bias, r.Read(p + "intermediate.dense.bias", {I}));
+    ORCHID_ASSIGN_OR_RETURN(w, r.Read(name(n.inter, "weight"), {I, H}));
+    ORCHID_ASSIGN_OR_RETURN(bias, r.Read(name(n.inter, "bias"), {I}));
     ORCHID_ASSIGN_OR_RETURN(l.inter, b.AddLinear(w, &bias));
-    ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "output.dense.weight", {H, I}));
-    ORCHID_ASSIGN_OR_RETURN(bias, r.Read(p + "output.dense.bias", {H}));
+    ORCHID_ASSIGN_OR_RETURN(w, r.Read(name(n.out, "weight"), {H, I}));
+    ORCHID_ASSIGN_OR_RETURN(bias, r.Read(name(n.out, "bias"), {H}));
     ORCHID_ASSIGN_OR_RETURN(l.out, b.AddLinear(w, &bias));
-    ORCHID_RETURN_IF_ERROR(r.ReadNorm(p + "output.LayerNorm", H, &g, &beta));
+    ORCHID_RETURN_IF_ERROR(r.ReadNorm(p + n.out_norm, H, &g, &beta));
     ORCHID_ASSIGN_OR_RETURN(l.out_norm, b.AddNorm(ops::NormKind::kLayerNorm, g, &beta, eps));
   }
 
-  // Cross-encoder heads: dense [H, H] + tanh, then [num_labels, H], at full precision.
+  // Cross-encoder heads on the first token, at full precision: dense [H, H] + tanh (ReLU for
+  // DistilBERT), then [num_labels, H].
   const int64_t L = c_.num_labels;
   const ops::LinearOptions full{.full_precision = true};
-  if (head_ == HeadKind::kBertPooler || head_ == HeadKind::kRobertaClassifier) {
-    const bool bert = head_ == HeadKind::kBertPooler;
-    Tensor w, o, wb, ob;
-    if (bert) {
-      ORCHID_ASSIGN_OR_RETURN(w, r.Read("pooler.dense.weight", {H, H}));
-      ORCHID_ASSIGN_OR_RETURN(wb, r.Read("pooler.dense.bias", {H}));
-      ORCHID_ASSIGN_OR_RETURN(o, r.ReadUnprefixed("classifier.weight", {L, H}));
-      ORCHID_ASSIGN_OR_RETURN(ob, r.ReadUnprefixed("classifier.bias", {L}));
-    } else {
-      ORCHID_ASSIGN_OR_RETURN(w, r.ReadUnprefixed("classifier.dense.weight", {H, H}));
-      ORCHID_ASSIGN_OR_RETURN(wb, r.ReadUnprefixed("classifier.dense.bias", {H}));
-      ORCHID_ASSIGN_OR_RETURN(o, r.ReadUnprefixed("classifier.out_proj.weight", {L, H}));
-      ORCHID_ASSIGN_OR_RETURN(ob, r.ReadUnprefixed("classifier.out_proj.bias", {L}));
+  if (head_ != HeadKind::kNone) {
+    const char *dense = nullptr, *out = nullptr;
+    bool prefixed = false;  // BERT's pooler sits under the model's prefix
+    switch (head_) {
+      case HeadKind::kBertPooler:
+        dense = "pooler.dense", out = "classifier", prefixed = true;
+        break;
+      case HeadKind::kRobertaClassifier:
+        dense = "classifier.dense", out = "classifier.out_proj";
+        break;
+      case HeadKind::kDistilBertClassifier:
+        dense = "pre_classifier", out = "classifier";
+        break;
+      default:
+        return Status::Internal("the BERT family has no head of this kind");
     }
+    head_activation_ =
+        head_ == HeadKind::kDistilBertClassifier ? ops::Activation::kRelu : ops::Activation::kTanh;
+    const std::string d = dense, o = out;
+    Tensor w, wo, wb, ob;
+    if (prefixed) {
+      ORCHID_ASSIGN_OR_RETURN(w, r.Read(d + ".weight", {H, H}));
+      ORCHID_ASSIGN_OR_RETURN(wb, r.Read(d + ".bias", {H}));
+    } else {
+      ORCHID_ASSIGN_OR_RETURN(w, r.ReadUnprefixed(d + ".weight", {H, H}));
+      ORCHID_ASSIGN_OR_RETURN(wb, r.ReadUnprefixed(d + ".bias", {H}));
+    }
+    ORCHID_ASSIGN_OR_RETURN(wo, r.ReadUnprefixed(o + ".weight", {L, H}));
+    ORCHID_ASSIGN_OR_RETURN(ob, r.ReadUnprefixed(o + ".bias", {L}));
     ORCHID_ASSIGN_OR_RETURN(head_dense_, b.AddLinear(w, &wb, full));
-    ORCHID_ASSIGN_OR_RETURN(head_out_, b.AddLinear(o, &ob, full));
-  } else if (head_ != HeadKind::kNone) {
-    return Status::Internal("the BERT family has no head of this kind");
+    ORCHID_ASSIGN_OR_RETURN(head_out_, b.AddLinear(wo, &ob, full));
   }
 
-  const int heads = c_.num_attention_heads;
-  attention_ = {heads, heads, c_.head_dim(), false};
   qkv_ = b.AddBuffer("qkv", Rows::kTokens, int(3 * H));
   for (Rows rows : {Rows::kTokens, Rows::kPooled}) {
     Activations& a = rows == Rows::kTokens ? all_ : pooled_;
@@ -138,7 +225,8 @@ Status Bert::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backe
   }
   hidden_ = all_.x;
   if (head_ == HeadKind::kNone) {
-    output_ = b.AddBuffer("embeddings", Rows::kSequences, int(H), Precision::kAccumulator);
+    ORCHID_RETURN_IF_ERROR(embedding_.Load(spec, b));
+    output_ = embedding_.output();
   } else {
     pooled_vec_ = b.AddBuffer("pooled", Rows::kSequences, int(H), Precision::kAccumulator);
     head_hidden_ = b.AddBuffer("head", Rows::kSequences, int(H), Precision::kAccumulator);
@@ -168,10 +256,10 @@ Status Bert::Forward(ops::Backend& b) const {
     ORCHID_RETURN_IF_ERROR(b.Linear(a->ffn, l.out, a->x, Epilogue::kResidualAdd));
     ORCHID_RETURN_IF_ERROR(b.Norm(a->x, l.out_norm, a->x));
   }
-  if (head_ == HeadKind::kNone) return b.Pool(a->x, output_, true);
+  if (head_ == HeadKind::kNone) return embedding_.Forward(b, a->x);
   ORCHID_RETURN_IF_ERROR(b.Pool(a->x, pooled_vec_, false));
   ORCHID_RETURN_IF_ERROR(b.Linear(pooled_vec_, head_dense_, head_hidden_));
-  ORCHID_RETURN_IF_ERROR(b.Activate(head_hidden_, ops::Activation::kTanh));
+  ORCHID_RETURN_IF_ERROR(b.Activate(head_hidden_, head_activation_));
   return b.Linear(head_hidden_, head_out_, output_);
 }
 

@@ -10,8 +10,8 @@ Result<std::unique_ptr<Family>> LoadFamily(const ModelSpec& spec, ops::Backend& 
   switch (spec.family) {
     case FamilyKind::kBert:
       return LoadBert(spec, *file, backend);
-    case FamilyKind::kQwen3:
-      return LoadQwen3(spec, *file, backend);
+    case FamilyKind::kDecoder:
+      return LoadDecoder(spec, *file, backend);
   }
   return Status::Internal("unknown family");
 }

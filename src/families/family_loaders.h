@@ -10,7 +10,7 @@ namespace orchid {
 
 Result<std::unique_ptr<Family>> LoadBert(const ModelSpec& spec, const SafetensorsFile& file,
                                          ops::Backend& backend);
-Result<std::unique_ptr<Family>> LoadQwen3(const ModelSpec& spec, const SafetensorsFile& file,
+Result<std::unique_ptr<Family>> LoadDecoder(const ModelSpec& spec, const SafetensorsFile& file,
                                           ops::Backend& backend);
 
 }  // namespace orchid

@@ -131,6 +131,7 @@ void ScoreService::Run(size_t n, const EncodeFn& encode, Scheduling scheduling, 
   job.normalize = false;
   job.sequences.resize(n);
   std::vector<std::vector<int32_t>> types(n);  // empty where all are 0
+  const bool typed = backend_->model_info().type_vocab_size > 1;
   int64_t tokens = 0;
   // Inputs [begin, end) into job.sequences / types; the first failing input's error.
   auto encode_range = [&](size_t begin, size_t end, int64_t* count) -> std::optional<ApiError> {
@@ -143,8 +144,11 @@ void ScoreService::Run(size_t n, const EncodeFn& encode, Scheduling scheduling, 
       }
       *count += int64_t(encoding.ids.size());
       job.sequences[i] = std::move(encoding.ids);
-      if (std::any_of(encoding.type_ids.begin(), encoding.type_ids.end(),
-                      [](int32_t t) { return t != 0; })) {
+      // Models without token-type embeddings (DistilBERT, MPNet, RoBERTa) take none, whatever
+      // the tokenizer's pair template numbers the second text (as transformers' tokenizers for
+      // them leave token_type_ids out of the model's inputs).
+      if (typed && std::any_of(encoding.type_ids.begin(), encoding.type_ids.end(),
+                               [](int32_t t) { return t != 0; })) {
         types[i] = std::move(encoding.type_ids);
       }
     }

@@ -1,5 +1,7 @@
 #include "ops/backend.h"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace orchid::ops {
@@ -113,8 +115,25 @@ Status Backend::QkNormRope(Buffer qkv, const RopeOptions& r) {
   return DoQkNormRope(qkv, r);
 }
 
+int RelativePositionBucket(int relative, int num_buckets, int max_distance) {
+  const int half = num_buckets / 2;
+  int bucket = relative > 0 ? half : 0;  // n = -relative < 0: the key is after the query
+  const int n = relative < 0 ? -relative : relative;
+  const int max_exact = half / 2;
+  if (n < max_exact) return bucket + n;
+  const float scaled = std::log(float(n) / float(max_exact)) /
+                       float(std::log(double(max_distance) / double(max_exact))) *
+                       float(half - max_exact);
+  return bucket + std::min(max_exact + int(scaled), half - 1);
+}
+
 Status Backend::Attention(Buffer qkv, Buffer out, const AttentionOptions& a) {
   const BufferDecl &q = decl(qkv), &o = decl(out);
+  ORCHID_CONTRACT(a.scale >= 0 && a.window >= 0, "Attention", "scale or window");
+  ORCHID_CONTRACT(
+      !a.relative_bias.valid() || (a.relative_bias.width == a.num_heads &&
+                                   a.relative_bias.rows >= 2 && a.relative_max_distance > 0),
+      "Attention", "relative bias table is not [buckets, heads]");
   ORCHID_CONTRACT(a.head_dim > 0 && a.num_kv_heads > 0 && a.num_heads % a.num_kv_heads == 0,
                   "Attention", "head shape");
   ORCHID_CONTRACT(
@@ -128,11 +147,23 @@ Status Backend::Attention(Buffer qkv, Buffer out, const AttentionOptions& a) {
   return DoAttention(qkv, out, a);
 }
 
-Status Backend::SwiGlu(Buffer gate_up, Buffer out) {
+Status Backend::Glu(Buffer gate_up, Buffer out, Gate gate) {
   const BufferDecl &g = decl(gate_up), &o = decl(out);
-  ORCHID_CONTRACT(g.rows == o.rows && g.width == 2 * o.width, "SwiGlu",
+  ORCHID_CONTRACT(g.rows == o.rows && g.width == 2 * o.width, "Glu",
                   Describe(g) + " -> " + Describe(o));
-  return DoSwiGlu(gate_up, out);
+  return DoGlu(gate_up, out, gate);
+}
+
+Status Backend::Add(Buffer in, Buffer out) {
+  const BufferDecl &i = decl(in), &o = decl(out);
+  ORCHID_CONTRACT(i.rows == o.rows && i.width == o.width, "Add", Describe(i) + " + " + Describe(o));
+  return DoAdd(in, out);
+}
+
+Status Backend::Normalize(Buffer x) {
+  ORCHID_CONTRACT(decl(x).rows == Rows::kSequences, "Normalize",
+                  Describe(decl(x)) + " is not [sequences, width]");
+  return DoNormalize(x);
 }
 
 Status Backend::Activate(Buffer x, Activation a) { return DoActivate(x, a); }

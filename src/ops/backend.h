@@ -79,7 +79,10 @@ enum class Epilogue : uint8_t {
   kResidualAdd,  // out += in W^T + b (out is a residual stream; backends may fuse the add
                  // into the GEMM or into the norm that follows)
 };
-enum class Activation : uint8_t { kTanh };
+enum class Activation : uint8_t { kTanh, kRelu };
+// The gate of a gated MLP: silu (SwiGLU: Llama, Qwen) or GELU's tanh approximation (GeGLU:
+// Gemma's gelu_pytorch_tanh).
+enum class Gate : uint8_t { kSilu, kGeluTanh };
 
 // out[t] = norm(word[id] + position[pos + position_offset] + type[type_id]): the batch's token
 // ids, positions and token types. position, type and norm are optional.
@@ -96,7 +99,22 @@ struct AttentionOptions {
   int num_kv_heads = 0;  // key/value heads; divides num_heads
   int head_dim = 0;
   bool causal = false;  // token i attends to tokens 0..i of its sequence
+  // MPNet: a learned bias added to every scaled score of head h, by the bucket of the relative
+  // position j - i (key j, query i; RelativePositionBucket): relative_bias[bucket][h]. Shared by
+  // all layers. Invalid: none.
+  Table relative_bias;  // [num_buckets, num_heads]
+  int relative_max_distance = 128;
+  float scale = 0.0f;  // the scores' scale; 0: 1 / sqrt(head_dim) (Gemma: query_pre_attn_scalar)
+  // > 0: a sliding window (Gemma's local layers). Query i sees keys j with |i - j| < window
+  // (bidirectional) or 0 <= i - j < window (causal).
+  int window = 0;
 };
+
+// T5 / MPNet's bidirectional relative-position bucket of `relative` = key position - query
+// position: half the buckets for each direction, the first half of those exact distances, the
+// rest logarithmic up to max_distance (computed in fp32 as transformers does, so that the
+// boundaries fall where the reference puts them).
+int RelativePositionBucket(int relative, int num_buckets, int max_distance);
 
 // Per-head RMSNorm of q and k (when the weights are given) then rotary embedding (neox layout,
 // angle = position * theta^(-2i/head_dim)) on the fused [Q | K | V] rows of qkv; V untouched.
@@ -136,14 +154,20 @@ class Backend {
   // out = attention over each sequence's rows of qkv ([Q | K | V] rows, heads contiguous);
   // out in kTokens: every row; out in kPooled: only the query rows pooling reads.
   Status Attention(Buffer qkv, Buffer out, const AttentionOptions& o);
-  // out[:, i] = silu(gate_up[:, i]) * gate_up[:, I + i], I = out width.
-  Status SwiGlu(Buffer gate_up, Buffer out);
+  // out[:, i] = gate(gate_up[:, i]) * gate_up[:, I + i], I = out width.
+  Status Glu(Buffer gate_up, Buffer out, Gate gate = Gate::kSilu);
+  // out += in (same rows and width): a residual add that no Linear epilogue can do (Gemma's
+  // norm after each sublayer, before the add).
+  Status Add(Buffer in, Buffer out);
   Status Activate(Buffer x, Activation a);
   // pooled = the rows of tokens that pooling reads (kTokens -> kPooled).
   Status GatherPooled(Buffer tokens, Buffer pooled);
   // out (kSequences) = each sequence's pooled row of hidden (kTokens or kPooled) by the batch's
   // pooling modes, L2-normalised where the batch asks when `normalize`.
   Status Pool(Buffer hidden, Buffer out, bool normalize);
+  // x (kSequences) L2-normalised where the batch asks: after sentence-transformers Dense
+  // modules, which come between pooling and normalisation.
+  Status Normalize(Buffer x);
 
  protected:
   virtual Result<int> DoAddLinear(const Tensor& w, const Tensor* bias, LinearOptions o) = 0;
@@ -157,10 +181,12 @@ class Backend {
   virtual Status DoNorm(Buffer in, NormWeight w, Buffer out) = 0;
   virtual Status DoQkNormRope(Buffer qkv, const RopeOptions& o) = 0;
   virtual Status DoAttention(Buffer qkv, Buffer out, const AttentionOptions& o) = 0;
-  virtual Status DoSwiGlu(Buffer gate_up, Buffer out) = 0;
+  virtual Status DoGlu(Buffer gate_up, Buffer out, Gate gate) = 0;
+  virtual Status DoAdd(Buffer in, Buffer out) = 0;
   virtual Status DoActivate(Buffer x, Activation a) = 0;
   virtual Status DoGatherPooled(Buffer tokens, Buffer pooled) = 0;
   virtual Status DoPool(Buffer hidden, Buffer out, bool normalize) = 0;
+  virtual Status DoNormalize(Buffer x) = 0;
 
  private:
   Status Check(bool ok, const char* op, const std::string& what) const;

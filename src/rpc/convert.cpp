@@ -51,6 +51,9 @@ v1::Pooling ToProto(Pooling p) {
     case Pooling::kMean: return v1::POOLING_MEAN;
     case Pooling::kCls: return v1::POOLING_CLS;
     case Pooling::kLastToken: return v1::POOLING_LAST_TOKEN;
+    case Pooling::kMax: return v1::POOLING_MAX;
+    case Pooling::kMeanSqrtLen: return v1::POOLING_MEAN_SQRT_LEN;
+    case Pooling::kWeightedMean: return v1::POOLING_WEIGHTED_MEAN;
     case Pooling::kNone: break;
   }
   return v1::POOLING_UNSPECIFIED;
@@ -62,6 +65,9 @@ Result<Pooling> FromProto(v1::Pooling p, Pooling fallback) {
     case v1::POOLING_MEAN: return Pooling::kMean;
     case v1::POOLING_CLS: return Pooling::kCls;
     case v1::POOLING_LAST_TOKEN: return Pooling::kLastToken;
+    case v1::POOLING_MAX: return Pooling::kMax;
+    case v1::POOLING_MEAN_SQRT_LEN: return Pooling::kMeanSqrtLen;
+    case v1::POOLING_WEIGHTED_MEAN: return Pooling::kWeightedMean;
     default: break;
   }
   return Status::InvalidArgument("unknown pooling " + std::to_string(int(p)));
@@ -280,6 +286,7 @@ void ToProto(const WorkerModel& model, int max_batch_tokens, v1::InfoResponse* o
   out->set_causal(model.info.causal);
   for (const std::string& label : model.info.labels) out->add_labels(label);
   out->set_multi_label(model.info.multi_label);
+  out->set_type_vocab_size(uint32_t(std::max(0, model.info.type_vocab_size)));
   out->set_max_input_tokens(uint32_t(model.max_input_tokens));
   out->set_vocab_size(model.info.vocab_size);
   out->set_default_pooling(ToProto(model.info.default_pooling));
@@ -294,6 +301,12 @@ Result<WorkerModel> FromProto(const v1::InfoResponse& in) {
   m.name = in.model();
   m.info.architecture = in.architecture();
   m.info.hidden_size = in.hidden_size() != 0 ? int(in.hidden_size()) : int(in.dim());
+  // Unknown (an older worker): assume token types, as before the field (the worker checks them).
+  m.info.type_vocab_size = in.type_vocab_size() != 0 ? int(in.type_vocab_size()) : 2;
+  // An embedder whose output is narrower or wider than its transformer (Dense modules).
+  if (in.task() != v1::MODEL_TASK_SCORE && int(in.dim()) != m.info.hidden_size) {
+    m.info.embedding_dim = int(in.dim());
+  }
   m.info.vocab_size = in.vocab_size();
   switch (in.task()) {
     case v1::MODEL_TASK_EMBED:

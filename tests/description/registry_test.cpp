@@ -27,9 +27,22 @@ TEST(RegistryTest, DescribesEveryFixtureOnce) {
       {"xlmr-cross-encoder", FamilyKind::kBert, HeadKind::kRobertaClassifier, ModelTask::kScore,
        Pooling::kCls},
       {"xlmr-embed", FamilyKind::kBert, HeadKind::kNone, ModelTask::kEmbed, Pooling::kMean},
-      {"qwen3-embed", FamilyKind::kQwen3, HeadKind::kNone, ModelTask::kEmbed, Pooling::kLastToken},
+      {"distilbert-cross-encoder", FamilyKind::kBert, HeadKind::kDistilBertClassifier,
+       ModelTask::kScore, Pooling::kCls},
+      {"mpnet-cross-encoder", FamilyKind::kBert, HeadKind::kRobertaClassifier, ModelTask::kScore,
+       Pooling::kCls},
+      {"camembert-cross-encoder", FamilyKind::kBert, HeadKind::kRobertaClassifier,
+       ModelTask::kScore, Pooling::kCls},
+      {"mpnet-embed", FamilyKind::kBert, HeadKind::kNone, ModelTask::kEmbed, Pooling::kMean},
+      {"qwen3-embed", FamilyKind::kDecoder, HeadKind::kNone, ModelTask::kEmbed,
+       Pooling::kLastToken},
+      {"qwen2-embed", FamilyKind::kDecoder, HeadKind::kNone, ModelTask::kEmbed,
+       Pooling::kLastToken},
+      {"mistral-embed", FamilyKind::kDecoder, HeadKind::kNone, ModelTask::kEmbed, Pooling::kMean},
+      {"llama-embed", FamilyKind::kDecoder, HeadKind::kNone, ModelTask::kEmbed,
+       Pooling::kLastToken},
       // Qwen3-Reranker (a bare Qwen3ForCausalLM): a scorer on every backend, never an embedder.
-      {"qwen3-reranker", FamilyKind::kQwen3, HeadKind::kYesNoLogit, ModelTask::kScore,
+      {"qwen3-reranker", FamilyKind::kDecoder, HeadKind::kYesNoLogit, ModelTask::kScore,
        Pooling::kLastToken},
   };
   for (const Want& w : wants) {
@@ -64,6 +77,28 @@ TEST(RegistryTest, CudaRefusalNamesModelBackendAndReason) {
   EXPECT_NE(st.message().find("qwen3-embed"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("cuda"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("head_dim"), std::string::npos) << st.message();
+}
+
+// Gemma 3 and sentence-transformers Dense modules: refused on CUDA, naming what it lacks.
+TEST(RegistryTest, CudaRefusesGemma3AndDenseModules) {
+  auto spec = DescribeModel(kModels + "/gemma3-embed");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_TRUE(spec->decoder.gemma);
+  EXPECT_EQ(spec->decoder.layer_window, (std::vector<int>{9, 9, 0}));  // 16 / 2 + 1: bidirectional
+  EXPECT_EQ(spec->dense.size(), 2u);
+  EXPECT_EQ(spec->info.embedding_dim, 24);
+  const Status st = CheckBackend(*spec, BackendKind::kCuda);
+  ASSERT_EQ(st.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(st.message().find("Dense"), std::string::npos) << st.message();
+}
+
+// MPNet's relative position bias has no CUDA kernel yet: refused on CUDA, for that reason.
+TEST(RegistryTest, CudaRefusesMpnetForItsRelativeBias) {
+  auto spec = DescribeModel(kModels + "/mpnet-embed");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  const Status st = CheckBackend(*spec, BackendKind::kCuda);
+  ASSERT_EQ(st.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(st.message().find("relative position bias"), std::string::npos) << st.message();
 }
 
 TEST(RegistryTest, MissingDirectoryOrConfigIsAnError) {

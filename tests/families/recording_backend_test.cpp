@@ -9,6 +9,8 @@
 // batch's pooling (every sequence CLS or last token), nothing else.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -111,10 +113,23 @@ class RecordingBackend final : public ops::Backend {
     Record("Attention", {qkv, out}, o.causal ? "causal" : "bidirectional");
     return Status::Ok();
   }
-  Status DoSwiGlu(ops::Buffer gate_up, ops::Buffer out) override {
+  Status DoGlu(ops::Buffer gate_up, ops::Buffer out, ops::Gate gate) override {
     Read(gate_up);
     Write(out);
-    Record("SwiGlu", {gate_up, out}, "");
+    Record("Glu", {gate_up, out}, std::to_string(int(gate)));
+    return Status::Ok();
+  }
+  Status DoAdd(ops::Buffer in, ops::Buffer out) override {
+    Read(in);
+    Read(out);
+    Write(out);
+    Record("Add", {in, out}, "");
+    return Status::Ok();
+  }
+  Status DoNormalize(ops::Buffer x) override {
+    Read(x);
+    Write(x);
+    Record("Normalize", {x}, "");
     return Status::Ok();
   }
   Status DoActivate(ops::Buffer x, ops::Activation a) override {
@@ -201,8 +216,14 @@ std::pair<RaggedBatch, RaggedBatch> SameBucket(Pooling pooling, const ModelInfo&
 }
 
 TEST(RecordingBackendTest, EachFamilyIssuesTheSameOpsInsideItsArenaForOneBucket) {
-  for (const char* name : {"bert-cross-encoder", "bert-classifier", "xlmr-embed",
-                           "xlmr-cross-encoder", "qwen3-embed", "qwen3-bidir", "qwen3-reranker"}) {
+  // Every fixture model (tests/fixtures/models/build.py): each family and head.
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(kModels)) {
+    if (std::filesystem::exists(e.path() / "config.json")) names.push_back(e.path().filename());
+  }
+  std::sort(names.begin(), names.end());
+  ASSERT_GE(names.size(), 10u) << "run `make fixtures`";
+  for (const std::string& name : names) {
     SCOPED_TRACE(name);
     auto spec = DescribeModel(kModels + "/" + name);
     ASSERT_TRUE(spec.ok()) << spec.status().ToString();
@@ -229,11 +250,13 @@ TEST(RecordingBackendTest, EachFamilyIssuesTheSameOpsInsideItsArenaForOneBucket)
       for (const std::string& op : ops) attention += op.rfind("Attention", 0) == 0;
       EXPECT_EQ(attention,
                 size_t(spec->family == FamilyKind::kBert ? spec->bert.num_hidden_layers
-                                                         : spec->qwen3.num_hidden_layers));
+                                                         : spec->decoder.num_hidden_layers));
       const std::string out = b.decl((*family)->output()).name;
       EXPECT_NE(ops.back().find(" " + out + "["), std::string::npos) << ops.back();
     }
-    if (spec->info.default_pooling != Pooling::kMean) {
+    // CLS and last-token pooling read one row per sequence: those passes prune.
+    if (spec->info.default_pooling == Pooling::kCls ||
+        spec->info.default_pooling == Pooling::kLastToken) {
       EXPECT_EQ(pruned_seen, (std::set<bool>{false, true}));
     }
   }

@@ -1,5 +1,5 @@
 // Arbitrary bytes as the JSON files of a model directory: config.json (ReadBertConfig,
-// ReadQwen3Config),
+// ReadDecoderConfig),
 // modules.json, the Pooling module's config.json and sentence_bert_config.json
 // (ReadSentenceTransformersConfig). The readers take paths, so each input is written into a
 // private temporary directory; they must return an error or a config, never crash.
@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "description/bert_config.h"
-#include "description/qwen3_config.h"
+#include "description/decoder_config.h"
 #include "description/sentence_transformers.h"
 
 namespace {
@@ -50,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   Write(g_dir + "/config.json", bytes);
   (void)orchid::ReadBertConfig(g_dir + "/config.json").ok();
-  (void)orchid::ReadQwen3Config(g_dir + "/config.json").ok();
+  (void)orchid::ReadDecoderConfig(g_dir + "/config.json").ok();
 
   // The bytes as modules.json, with no other file present.
   Remove(g_dir + "/1_Pooling/config.json");

@@ -27,8 +27,9 @@ NO_KERNELS = ("gateway", "worker", "rpc")
 # What only a family may know: checkpoint tensor names and family config types.
 FAMILY_WORDS = re.compile(
     r'"[^"]*(attention\.self|encoder\.layer|embed_tokens|word_embeddings|q_proj|k_proj|'
-    r'gate_proj|up_proj|down_proj|input_layernorm|lm_head|pooler\.dense|classifier\.)[^"]*"'
-    r'|\b(BertConfig|Qwen3Config|ForwardBert|ForwardQwen3|LoadBert|LoadQwen3)\b')
+    r'gate_proj|up_proj|down_proj|input_layernorm|lm_head|pooler\.dense|classifier\.|q_lin|'
+    r'sa_layer_norm|attention\.attn\.|relative_attention_bias|pre_classifier)[^"]*"'
+    r'|\b(BertConfig|DecoderConfig|ForwardBert|ForwardQwen3|LoadBert|LoadDecoder)\b')
 
 
 def folder(path: Path) -> str:

@@ -1,4 +1,5 @@
-// XLM-RoBERTa, Qwen3 (causal and bidirectional) and the rerankers (BERT / XLM-R cross-encoders,
+// XLM-RoBERTa, the decoders (Qwen3 causal and bidirectional, Qwen2, Mistral, Llama) and the
+// rerankers (BERT / XLM-R cross-encoders,
 // Qwen3-Reranker) through LoadModel + CpuEngine against Hugging Face transformers.
 //
 // The models are small random-weight checkpoints that tests/fixtures/models/build.py writes
@@ -217,6 +218,74 @@ TEST(ModelFamiliesTest, Qwen3Reranker) {
   CheckModel("qwen3-reranker", ModelTask::kScore, Pooling::kLastToken, true);
 }
 
+// The other Llama-style decoders on the same family: Qwen2 (q/k/v biases, no QK-norm), Mistral
+// (no biases; its sliding window caps the usable positions), Llama (every projection biased).
+TEST(ModelFamiliesTest, Qwen2Embedder) {
+  CheckModel("qwen2-embed", ModelTask::kEmbed, Pooling::kLastToken, true);
+}
+
+TEST(ModelFamiliesTest, MistralEmbedder) {
+  CheckModel("mistral-embed", ModelTask::kEmbed, Pooling::kMean, true);
+  auto engine = Load("mistral-embed");
+  ASSERT_NE(engine, nullptr);
+  EXPECT_EQ(engine->info().max_position_embeddings, 4096);  // the window, not 8192 positions
+}
+
+TEST(ModelFamiliesTest, LlamaEmbedderWithBiases) {
+  CheckModel("llama-embed", ModelTask::kEmbed, Pooling::kLastToken, true);
+}
+
+// The other post-LN encoders on the BERT family: DistilBERT (its own tensor names, no token
+// types, a ReLU classifier), MPNet (a relative position bias in every layer's attention),
+// RoBERTa and CamemBERT (XLM-R's layout under their own names).
+TEST(ModelFamiliesTest, DistilBertEmbedder) {
+  CheckModel("distilbert-embed", ModelTask::kEmbed, Pooling::kMean, false);
+}
+
+TEST(ModelFamiliesTest, DistilBertCrossEncoder) {
+  CheckModel("distilbert-cross-encoder", ModelTask::kScore, Pooling::kCls, false);
+}
+
+TEST(ModelFamiliesTest, MpnetEmbedder) {
+  CheckModel("mpnet-embed", ModelTask::kEmbed, Pooling::kMean, false);
+  auto engine = Load("mpnet-embed");
+  ASSERT_NE(engine, nullptr);
+  EXPECT_EQ(engine->info().max_position_embeddings, 512);  // 514, less padding_idx + 1
+  EXPECT_EQ(engine->info().type_vocab_size, 1);
+}
+
+TEST(ModelFamiliesTest, MpnetCrossEncoderWithTwoLabels) {
+  CheckModel("mpnet-cross-encoder", ModelTask::kScore, Pooling::kCls, false);
+}
+
+TEST(ModelFamiliesTest, RobertaEmbedder) {
+  CheckModel("roberta-embed", ModelTask::kEmbed, Pooling::kCls, false);
+}
+
+TEST(ModelFamiliesTest, CamembertCrossEncoder) {
+  CheckModel("camembert-cross-encoder", ModelTask::kScore, Pooling::kCls, false);
+}
+
+// sentence-transformers' max, mean_sqrt_len and weightedmean Pooling modes (its own module made
+// the reference), on DistilBERT's weights.
+TEST(ModelFamiliesTest, SentenceTransformersPoolingModes) {
+  CheckModel("distilbert-max", ModelTask::kEmbed, Pooling::kMax, false);
+  CheckModel("distilbert-sqrtlen", ModelTask::kEmbed, Pooling::kMeanSqrtLen, false);
+  CheckModel("distilbert-weightedmean", ModelTask::kEmbed, Pooling::kWeightedMean, false);
+}
+
+// Gemma 3 as EmbeddingGemma: bidirectional, sliding-window local layers (window 16: the longer
+// sequences are cut by it), (1 + w) norms, norms after each sublayer, GeGLU, its own score scale;
+// then sentence-transformers' Dense modules (32 -> 64 -> 24, Identity then Tanh) and Normalize.
+TEST(ModelFamiliesTest, Gemma3EmbedderWithDenseModules) {
+  CheckModel("gemma3-embed", ModelTask::kEmbed, Pooling::kMean, false);
+  auto engine = Load("gemma3-embed");
+  ASSERT_NE(engine, nullptr);
+  EXPECT_EQ(engine->info().hidden_size, 32);
+  EXPECT_EQ(engine->info().output_dim(), 24);  // the last Dense module's width
+  EXPECT_TRUE(engine->info().default_normalize);
+}
+
 // --dtype bfloat16 on every family: looser bounds, the same code paths otherwise. Random
 // weights spread activations more evenly than trained ones do, so these are close to the
 // worst case for bfloat16's 8-bit mantissa.
@@ -229,6 +298,13 @@ TEST(ModelFamiliesTest, Bfloat16LinearLayersStayClose) {
   CheckModel("qwen3-embed", ModelTask::kEmbed, Pooling::kLastToken, true, t, bf16);
   CheckModel("qwen3-bidir", ModelTask::kEmbed, Pooling::kMean, false, t, bf16);
   CheckModel("qwen3-reranker", ModelTask::kScore, Pooling::kLastToken, true, t, bf16);
+  CheckModel("qwen2-embed", ModelTask::kEmbed, Pooling::kLastToken, true, t, bf16);
+  CheckModel("mistral-embed", ModelTask::kEmbed, Pooling::kMean, true, t, bf16);
+  CheckModel("llama-embed", ModelTask::kEmbed, Pooling::kLastToken, true, t, bf16);
+  CheckModel("distilbert-embed", ModelTask::kEmbed, Pooling::kMean, false, t, bf16);
+  CheckModel("mpnet-embed", ModelTask::kEmbed, Pooling::kMean, false, t, bf16);
+  CheckModel("mpnet-cross-encoder", ModelTask::kScore, Pooling::kCls, false, t, bf16);
+  CheckModel("gemma3-embed", ModelTask::kEmbed, Pooling::kMean, false, t, bf16);
 }
 
 // --gemm blas on every family: OpenBLAS for the linear layers and attention, same fp32 bar.
@@ -240,6 +316,10 @@ TEST(ModelFamiliesTest, BlasGemmPathMeetsTheFloat32Bar) {
   CheckModel("qwen3-embed", ModelTask::kEmbed, Pooling::kLastToken, true, t);
   CheckModel("qwen3-bidir", ModelTask::kEmbed, Pooling::kMean, false, t);
   CheckModel("qwen3-reranker", ModelTask::kScore, Pooling::kLastToken, true, t);
+  CheckModel("llama-embed", ModelTask::kEmbed, Pooling::kLastToken, true, t);
+  CheckModel("mpnet-embed", ModelTask::kEmbed, Pooling::kMean, false, t);
+  CheckModel("distilbert-cross-encoder", ModelTask::kScore, Pooling::kCls, false, t);
+  CheckModel("gemma3-embed", ModelTask::kEmbed, Pooling::kMean, false, t);
 }
 
 // What the loader reads beyond the weights: activation, pair format, usable positions.
@@ -300,10 +380,10 @@ TEST(ModelFamiliesTest, PplxEmbedConfigIsBidirectionalQwen3WithNativeInt8) {
 // the CPU backend's pruned pass). Embeddings and logits must come out bitwise as when every row
 // is computed, whatever the other sequences of the batch pool by.
 TEST(ModelFamiliesTest, LastLayerOnPooledRowsOnlyIsBitwiseTheFullLayer) {
-  const std::pair<const char*, Pooling> cases[] = {{"qwen3-embed", Pooling::kLastToken},
-                                                   {"qwen3-bidir", Pooling::kCls},
-                                                   {"bert-cross-encoder", Pooling::kCls},
-                                                   {"xlmr-embed", Pooling::kLastToken}};
+  const std::pair<const char*, Pooling> cases[] = {
+      {"qwen3-embed", Pooling::kLastToken},   {"qwen3-bidir", Pooling::kCls},
+      {"bert-cross-encoder", Pooling::kCls},  {"xlmr-embed", Pooling::kLastToken},
+      {"mpnet-cross-encoder", Pooling::kCls}, {"distilbert-embed", Pooling::kCls}};
   for (const auto& [name, pooling] : cases) {
     SCOPED_TRACE(name);
     const Case c = ReadCase(name);

@@ -321,6 +321,17 @@ TEST_F(ModelLoaderTest, ReadsSentenceTransformersModules) {
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ((*m)->info().default_pooling, Pooling::kLastToken);
   EXPECT_EQ((*m)->info().max_seq_length, tb.max_pos);  // capped by the position embeddings
+
+  // sentence-transformers' other modes.
+  for (const auto& [field, want] : {std::pair{"max_tokens", Pooling::kMax},
+                                    std::pair{"mean_sqrt_len_tokens", Pooling::kMeanSqrtLen},
+                                    std::pair{"weightedmean_tokens", Pooling::kWeightedMean}}) {
+    WriteText(dir_ + "/1_Pooling/config.json",
+              std::string(R"({"pooling_mode_)") + field + R"(":true})");
+    m = LoadModel(dir_);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ((*m)->info().default_pooling, want) << field;
+  }
 }
 
 TEST_F(ModelLoaderTest, RejectsUnsupportedSentenceTransformersModules) {
@@ -330,8 +341,9 @@ TEST_F(ModelLoaderTest, RejectsUnsupportedSentenceTransformersModules) {
   const std::string pooling_module =
       R"([{"path":"1_Pooling","type":"sentence_transformers.models.Pooling"}])";
   WriteText(dir_ + "/modules.json", pooling_module);
-  WriteText(dir_ + "/1_Pooling/config.json", R"({"pooling_mode_max_tokens":true})");
-  ExpectLoadError(StatusCode::kCorrupt, {"1_Pooling/config.json", "pooling_mode_max_tokens"});
+  WriteText(dir_ + "/1_Pooling/config.json",
+            R"({"pooling_mode_mean_tokens":true,"pooling_mode_max_tokens":true})");
+  ExpectLoadError(StatusCode::kCorrupt, {"1_Pooling/config.json", "another pooling mode"});
   WriteText(dir_ + "/1_Pooling/config.json",
             R"({"pooling_mode_mean_tokens":true,"pooling_mode_cls_token":true})");
   ExpectLoadError(StatusCode::kCorrupt, {"1_Pooling/config.json", "another pooling mode"});
@@ -344,7 +356,18 @@ TEST_F(ModelLoaderTest, RejectsUnsupportedSentenceTransformersModules) {
   WriteText(dir_ + "/modules.json",
             R"([{"path":"1_Pooling","type":"sentence_transformers.models.Pooling"},
                 {"path":"2_Dense","type":"sentence_transformers.models.Dense"}])");
-  ExpectLoadError(StatusCode::kCorrupt, {"modules.json", "sentence_transformers.models.Dense"});
+  // A Dense module: its config.json must exist, name Identity or Tanh, and its weights be
+  // safetensors.
+  ExpectLoadError(StatusCode::kNotFound, {"2_Dense/config.json"});
+  std::filesystem::create_directories(dir_ + "/2_Dense");
+  WriteText(dir_ + "/2_Dense/config.json",
+            R"({"in_features":16,"out_features":8,"bias":true,)"
+            R"("activation_function":"torch.nn.modules.activation.ReLU"})");
+  ExpectLoadError(StatusCode::kCorrupt, {"2_Dense/config.json", "activation_function", "ReLU"});
+  WriteText(dir_ + "/2_Dense/config.json",
+            R"({"in_features":16,"out_features":8,"bias":true,)"
+            R"("activation_function":"torch.nn.modules.linear.Identity"})");
+  ExpectLoadError(StatusCode::kNotFound, {"2_Dense/model.safetensors"});
   WriteText(dir_ + "/modules.json", R"({"not":"an array"})");
   ExpectLoadError(StatusCode::kCorrupt, {"modules.json", "array"});
   WriteText(dir_ + "/modules.json",
@@ -370,8 +393,8 @@ TEST_F(ModelLoaderTest, ConfigErrorsNameTheFileAndField) {
     c.replace(at, from.size(), to);
     WriteText(dir_ + "/config.json", c);
   };
-  with("\"BertModel\"", "\"LlamaForCausalLM\"");
-  ExpectLoadError(StatusCode::kInvalidArgument, {"config.json", "LlamaForCausalLM"});
+  with("\"BertModel\"", "\"GPT2Model\"");
+  ExpectLoadError(StatusCode::kInvalidArgument, {"config.json", "GPT2Model", "supported: BERT"});
   with("\"hidden_act\":\"gelu\"", "\"hidden_act\":\"relu\"");
   ExpectLoadError(StatusCode::kCorrupt, {"config.json", "hidden_act", "relu"});
   with("\"hidden_size\":16", "\"hidden_size\":15");

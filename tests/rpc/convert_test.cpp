@@ -139,5 +139,30 @@ TEST(ConvertTest, InfoCarriesAClassifiersLabelNames) {
   EXPECT_EQ(back->info.label(2), "LABEL_2");
 }
 
+// What the gateway needs to shape requests: token types (1: the tokenizer's pair types are not
+// sent), and an embedder's width after Dense modules (dim != hidden_size).
+TEST(ConvertTest, InfoCarriesTokenTypesAndTheEmbeddingWidth) {
+  rpc::WorkerModel m;
+  m.name = "gemma";
+  m.info.vocab_size = 100;
+  m.info.hidden_size = 32;
+  m.info.embedding_dim = 24;
+  m.info.type_vocab_size = 1;
+  m.max_input_tokens = 512;
+  v1::InfoResponse info;
+  rpc::ToProto(m, 1024, &info);
+  EXPECT_EQ(info.dim(), 24u);
+  Result<rpc::WorkerModel> back = rpc::FromProto(info);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->info.type_vocab_size, 1);
+  EXPECT_EQ(back->info.hidden_size, 32);
+  EXPECT_EQ(back->info.output_dim(), 24);
+  // An older worker (no type_vocab_size): token types are passed on, as before.
+  info.clear_type_vocab_size();
+  back = rpc::FromProto(info);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->info.type_vocab_size, 2);
+}
+
 }  // namespace
 }  // namespace orchid

@@ -31,7 +31,32 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
   const size_t stride = scores_size + k_size + v_size + q_size;
   const int threads = PoolSize(pool);
   scratch->Reserve(stride * size_t(threads));
-  const float scale = 1.0f / std::sqrt(float(head_dim));
+  const float scale = shape.scale > 0 ? shape.scale : 1.0f / std::sqrt(float(head_dim));
+  const int window = shape.window;
+  // Softmax of row i over its keys [0, keys) (causal: [0, i]); with a sliding window only the
+  // keys inside it, the rest set to exact zeros.
+  auto softmax_row = [&](float* r, int i, int keys) {
+    int lo = 0, hi = causal ? i + 1 : keys;
+    if (window > 0) {
+      lo = std::max(0, i - window + 1);
+      if (!causal) hi = std::min(keys, i + window);
+    }
+    std::fill(r, r + lo, 0.0f);
+    SoftmaxRows(r + lo, 1, hi - lo, hi - lo);
+    std::fill(r + hi, r + keys, 0.0f);
+  };
+  // Relative position bias on rows [r0, r1) of head h's scores, keys [0, keys) of each.
+  const int bias_stride = 2 * shape.span - 1;
+  auto add_bias = [&](int h, float* scores, int ld, int r0, int r1, int keys) {
+    if (shape.relative_bias == nullptr) return;
+    const float* b = shape.relative_bias + size_t(h) * size_t(bias_stride) + (shape.span - 1);
+    for (int i = r0; i < r1; ++i) {
+      float* r = scores + size_t(i) * ld;
+      const float* bi = b - i;  // bi[j] = bias of j - i
+      const int n = std::min(keys, causal ? i + 1 : keys);
+      for (int j = 0; j < n; ++j) r[j] += bi[j];
+    }
+  };
 
   // Sequence s, key/value head g, and query heads [h0, h1) of those that read it (g * group to
   // (g + 1) * group): K and V are packed once for all of them.
@@ -64,12 +89,9 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
           float* s_rows = scores + size_t(r0) * len;
           Gemm(false, true, r1 - r0, keys, head_dim, scale, q_in + size_t(r0) * ld_qkv, ld_qkv, k,
                ld_qkv, 0.0f, s_rows, len);
-          if (causal) {
-            for (int i = r0; i < r1; ++i) {
-              float* r = scores + size_t(i) * len;
-              SoftmaxRows(r, 1, i + 1, len);
-              std::fill(r + i + 1, r + keys, 0.0f);
-            }
+          add_bias(h, scores, len, r0, r1, keys);
+          if (causal || window > 0) {
+            for (int i = r0; i < r1; ++i) softmax_row(scores + size_t(i) * len, i, keys);
           } else {
             SoftmaxRows(s_rows, r1 - r0, keys, len);
           }
@@ -93,7 +115,12 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
         const PanelView kt{k_packed, len, head_dim}, vt{v_packed, head_dim, len};
         PackedGemmTiles(q, ldq, kt, scale, nullptr, scores, len, Epilogue::kNone, q0, q1, 0,
                         kt.panels());
-        SoftmaxRows(scores + size_t(q0) * len, q1 - q0, len, len);
+        add_bias(h, scores, len, q0, q1, len);
+        if (window > 0) {
+          for (int i = q0; i < q1; ++i) softmax_row(scores + size_t(i) * len, i, len);
+        } else {
+          SoftmaxRows(scores + size_t(q0) * len, q1 - q0, len, len);
+        }
         // out = P V: V [len, d] holds the weight W = V^T column by column.
         PackedGemmTiles(scores, len, vt, 1.0f, nullptr, o, hidden, Epilogue::kNone, q0, q1, 0,
                         vt.panels());
@@ -111,11 +138,8 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
         const int keys = std::min(len, key_panels * kPanelWidth);
         PackedGemmTiles(q, ldq, PanelView{k_packed, len, head_dim}, scale, nullptr, scores, len,
                         Epilogue::kNone, r0, r1, 0, key_panels);
-        for (int i = r0; i < r1; ++i) {
-          float* r = scores + size_t(i) * len;
-          SoftmaxRows(r, 1, i + 1, len);
-          std::fill(r + i + 1, r + keys, 0.0f);
-        }
+        add_bias(h, scores, len, r0, r1, keys);
+        for (int i = r0; i < r1; ++i) softmax_row(scores + size_t(i) * len, i, keys);
         // P V over the first r1 keys: each 16-wide panel of V^T is [len][16], so its first r1
         // rows are the panel of the truncated product.
         const PanelView vt{v_packed, head_dim, len};

@@ -23,6 +23,15 @@ struct AttentionShape {
   int head_dim = 0;
   bool causal = false;  // token i attends to tokens 0..i of its sequence only
   bool blas = false;    // both products on the BLAS library (gemm.h) instead of packed_gemm.h
+  // Optional: added to the scaled score of query i and key j of head h (positions inside the
+  // sequence): relative_bias[h * (2 span - 1) + (j - i) + span - 1]. span >= the longest
+  // sequence. MPNet's relative position bias.
+  const float* relative_bias = nullptr;
+  int span = 0;
+  float scale = 0.0f;  // the scores' scale; 0: 1 / sqrt(head_dim)
+  // > 0: a sliding window. Query i sees keys j with |i - j| < window (bidirectional) or
+  // 0 <= i - j < window (causal); the others get exactly zero weight.
+  int window = 0;
 };
 
 // qkv: [num_tokens, (num_heads + 2 * num_kv_heads) * head_dim], each row [Q | K | V], heads

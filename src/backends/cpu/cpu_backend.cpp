@@ -151,8 +151,30 @@ Status CpuBackend::DoQkNormRope(ops::Buffer qkv, const ops::RopeOptions& o) {
 
 Status CpuBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::AttentionOptions& o) {
   const RaggedBatch& batch = *batch_;
-  const AttentionShape shape{o.num_heads, o.num_kv_heads, o.head_dim, o.causal,
-                             linear_weights_ == WeightType::kFloat32Blas};
+  AttentionShape shape{o.num_heads, o.num_kv_heads, o.head_dim, o.causal,
+                       linear_weights_ == WeightType::kFloat32Blas};
+  shape.scale = o.scale;
+  shape.window = o.window;
+  if (o.relative_bias.valid()) {
+    // The bias of every relative position the batch has, per head: [heads, 2 span - 1].
+    int span = 1;
+    for (int s = 0; s < batch.num_sequences(); ++s) {
+      span = std::max(span, batch.cu_seqlens[size_t(s) + 1] - batch.cu_seqlens[size_t(s)]);
+    }
+    const Tensor& table = tables_[size_t(o.relative_bias.id)];
+    const int width = 2 * span - 1;
+    relative_bias_.Reserve(size_t(o.num_heads) * size_t(width));
+    for (int d = -(span - 1); d <= span - 1; ++d) {
+      const float* row = table.data() + size_t(ops::RelativePositionBucket(
+                                            d, o.relative_bias.rows, o.relative_max_distance)) *
+                                            size_t(o.num_heads);
+      for (int h = 0; h < o.num_heads; ++h) {
+        relative_bias_.data()[size_t(h) * size_t(width) + size_t(d + span - 1)] = row[h];
+      }
+    }
+    shape.relative_bias = relative_bias_.data();
+    shape.span = span;
+  }
   if (decl(out).rows == ops::Rows::kTokens) {
     RaggedAttention(pool_, data(qkv), batch.cu_seqlens.data(), batch.num_sequences(), shape,
                     mut(out), &scores_);
@@ -169,16 +191,36 @@ Status CpuBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::Atte
   return Status::Ok();
 }
 
-Status CpuBackend::DoSwiGlu(ops::Buffer gate_up, ops::Buffer out) {
-  orchid::SwiGlu(pool_, data(gate_up), rows(gate_up), decl(out).width, mut(out));
+Status CpuBackend::DoGlu(ops::Buffer gate_up, ops::Buffer out, ops::Gate gate) {
+  if (gate == ops::Gate::kSilu) {
+    orchid::SwiGlu(pool_, data(gate_up), rows(gate_up), decl(out).width, mut(out));
+  } else {
+    GeluTanhGlu(pool_, data(gate_up), rows(gate_up), decl(out).width, mut(out));
+  }
+  return Status::Ok();
+}
+
+Status CpuBackend::DoAdd(ops::Buffer in, ops::Buffer out) {
+  const float* a = data(in);
+  float* o = mut(out);
+  const size_t n = size_t(rows(out)) * size_t(decl(out).width);
+  for (size_t i = 0; i < n; ++i) o[i] += a[i];
+  return Status::Ok();
+}
+
+Status CpuBackend::DoNormalize(ops::Buffer x) {
+  L2Normalize(mut(x), batch_->num_sequences(), decl(x).width, batch_->normalize.data());
   return Status::Ok();
 }
 
 Status CpuBackend::DoActivate(ops::Buffer x, ops::Activation a) {
-  (void)a;  // kTanh, the only one
   float* v = mut(x);
   const size_t n = size_t(rows(x)) * size_t(decl(x).width);
-  for (size_t i = 0; i < n; ++i) v[i] = std::tanh(v[i]);
+  if (a == ops::Activation::kTanh) {
+    for (size_t i = 0; i < n; ++i) v[i] = std::tanh(v[i]);
+  } else {
+    for (size_t i = 0; i < n; ++i) v[i] = std::max(v[i], 0.0f);
+  }
   return Status::Ok();
 }
 

@@ -1,6 +1,7 @@
 #include "backends/cpu/pooling.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "backends/cpu/embedding.h"
@@ -19,10 +20,24 @@ void Pool(const float* hidden, int dim, const int32_t* cu_seqlens, int num_seqs,
       case Pooling::kLastToken:
         std::memcpy(dst, hidden + size_t(end - 1) * dim, sizeof(float) * dim);
         break;
+      case Pooling::kMax:
+        std::memcpy(dst, hidden + size_t(begin) * dim, sizeof(float) * dim);
+        for (int t = begin + 1; t < end; ++t) {
+          const float* row = hidden + size_t(t) * dim;
+          for (int d = 0; d < dim; ++d) dst[d] = std::max(dst[d], row[d]);
+        }
+        break;
       case Pooling::kMean:
+      case Pooling::kMeanSqrtLen:
+      case Pooling::kWeightedMean:
       case Pooling::kNone: {
         // Summed in double: long sequences otherwise lose low bits of small components.
-        for (int d = 0; d < dim; ++d) dst[d] = 0;
+        // Weighted mean: token t of the sequence (from 1) weighs t, the sum divided by n(n+1)/2.
+        const bool weighted = modes[s] == Pooling::kWeightedMean;
+        const double n = double(end - begin);
+        const double inv = modes[s] == Pooling::kMeanSqrtLen ? 1.0 / std::sqrt(n)
+                           : weighted                        ? 2.0 / (n * (n + 1.0))
+                                                             : 1.0 / n;
         constexpr int kChunk = 64;
         double acc[kChunk];
         for (int d0 = 0; d0 < dim; d0 += kChunk) {
@@ -30,9 +45,9 @@ void Pool(const float* hidden, int dim, const int32_t* cu_seqlens, int num_seqs,
           for (int d = 0; d < w; ++d) acc[d] = 0;
           for (int t = begin; t < end; ++t) {
             const float* row = hidden + size_t(t) * dim + d0;
-            for (int d = 0; d < w; ++d) acc[d] += row[d];
+            const double weight = weighted ? double(t - begin + 1) : 1.0;
+            for (int d = 0; d < w; ++d) acc[d] += weight * row[d];
           }
-          const double inv = 1.0 / double(end - begin);
           for (int d = 0; d < w; ++d) dst[d0 + d] = float(acc[d] * inv);
         }
         break;

@@ -1,5 +1,6 @@
 // Pooling of per-token hidden states into one vector per sequence, over cu_seqlens:
-// mean of the sequence's tokens, its first token (CLS) or its last token.
+// mean of the sequence's tokens, its first token (CLS), its last token, or sentence-transformers'
+// max, mean-sqrt-len and weighted-mean modes.
 #pragma once
 
 #include <cstdint>

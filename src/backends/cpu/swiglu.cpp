@@ -30,20 +30,37 @@ ORCHID_AVX2 void SwiGluRowAvx2(const float* g, const float* u, int dim, float* o
 }
 #endif
 
-}  // namespace
+void GeluTanhGluRow(const float* g, const float* u, int dim, float* o) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  for (int i = 0; i < dim; ++i) {
+    const float x = g[i];
+    o[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x))) * u[i];
+  }
+}
 
-void SwiGlu(ThreadPool* pool, const float* gate_up, int rows, int dim, float* out) {
+void RunRows(ThreadPool* pool, const float* gate_up, int rows, int dim, float* out,
+             void (*row)(const float*, const float*, int, float*)) {
   const int64_t grain = std::max<int64_t>(4, rows / (4 * PoolSize(pool)));
-  void (*row)(const float*, const float*, int, float*) = SwiGluRowScalar;
-#if ORCHID_HAVE_X86_SIMD
-  if (simd::HasAvx2Fma()) row = SwiGluRowAvx2;
-#endif
   ParallelFor(pool, rows, grain, [&](int, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* g = gate_up + size_t(r) * 2 * size_t(dim);
       row(g, g + dim, dim, out + size_t(r) * size_t(dim));
     }
   });
+}
+
+}  // namespace
+
+void SwiGlu(ThreadPool* pool, const float* gate_up, int rows, int dim, float* out) {
+  void (*row)(const float*, const float*, int, float*) = SwiGluRowScalar;
+#if ORCHID_HAVE_X86_SIMD
+  if (simd::HasAvx2Fma()) row = SwiGluRowAvx2;
+#endif
+  RunRows(pool, gate_up, rows, dim, out, row);
+}
+
+void GeluTanhGlu(ThreadPool* pool, const float* gate_up, int rows, int dim, float* out) {
+  RunRows(pool, gate_up, rows, dim, out, GeluTanhGluRow);
 }
 
 }  // namespace orchid

@@ -9,4 +9,8 @@ namespace orchid {
 // outputs). out: [rows, dim], contiguous.
 void SwiGlu(ThreadPool* pool, const float* gate_up, int rows, int dim, float* out);
 
+// GeGLU with GELU's tanh approximation (Gemma's gelu_pytorch_tanh):
+// out = gelu_tanh(gate) * up, gelu_tanh(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+void GeluTanhGlu(ThreadPool* pool, const float* gate_up, int rows, int dim, float* out);
+
 }  // namespace orchid

@@ -391,6 +391,8 @@ Status CudaBackend::DoQkNormRope(ops::Buffer qkv, const ops::RopeOptions& o) {
 
 Status CudaBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::AttentionOptions& o) {
   if (!is_bf16(qkv) || !is_bf16(out)) return Unsupported("Attention on bf16 buffers only");
+  if (o.relative_bias.valid()) return Unsupported("Attention with a relative position bias");
+  if (o.scale > 0 || o.window > 0) return Unsupported("Attention with a scale or a window");
   if (!AttentionHeadDimSupported(o.head_dim)) {
     return Unsupported("Attention with head_dim " + std::to_string(o.head_dim) +
                        " (supported: 32, 64, 80, 96, 128)");
@@ -414,7 +416,19 @@ Status CudaBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::Att
   return Status::Ok();
 }
 
-Status CudaBackend::DoSwiGlu(ops::Buffer gate_up, ops::Buffer out) {
+Status CudaBackend::DoAdd(ops::Buffer in, ops::Buffer out) {
+  (void)in;
+  (void)out;
+  return Unsupported("Add (Gemma's norms after each sublayer)");
+}
+
+Status CudaBackend::DoNormalize(ops::Buffer x) {
+  (void)x;
+  return Unsupported("Normalize after sentence-transformers Dense modules");
+}
+
+Status CudaBackend::DoGlu(ops::Buffer gate_up, ops::Buffer out, ops::Gate gate) {
+  if (gate != ops::Gate::kSilu) return Unsupported("a GeGLU (gelu_pytorch_tanh) gate");
   if (!is_bf16(gate_up) || !is_bf16(out)) return Unsupported("SwiGlu on bf16 buffers only");
   ORCHID_RETURN_IF_ERROR(Touch(gate_up));
   ORCHID_RETURN_IF_ERROR(Touch(out));
@@ -425,14 +439,16 @@ Status CudaBackend::DoSwiGlu(ops::Buffer gate_up, ops::Buffer out) {
 }
 
 Status CudaBackend::DoActivate(ops::Buffer x, ops::Activation a) {
-  if (a != ops::Activation::kTanh) return Unsupported("an activation other than tanh");
   ORCHID_RETURN_IF_ERROR(Touch(x));
   if (planning_) return Status::Ok();
   if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
+  const bool relu = a == ops::Activation::kRelu;
   if (is_bf16(x)) {
-    ORCHID_CUDA_TRY(Tanh(bf(x), rows(x), decl(x).width, stream_));
+    ORCHID_CUDA_TRY(relu ? Relu(bf(x), rows(x), decl(x).width, stream_)
+                         : Tanh(bf(x), rows(x), decl(x).width, stream_));
   } else {
-    ORCHID_CUDA_TRY(Tanh(f32(x), rows(x), decl(x).width, stream_));
+    ORCHID_CUDA_TRY(relu ? Relu(f32(x), rows(x), decl(x).width, stream_)
+                         : Tanh(f32(x), rows(x), decl(x).width, stream_));
   }
   return Status::Ok();
 }

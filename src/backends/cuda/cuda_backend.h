@@ -135,10 +135,12 @@ class CudaBackend final : public ops::Backend {
   Status DoNorm(ops::Buffer in, ops::NormWeight w, ops::Buffer out) override;
   Status DoQkNormRope(ops::Buffer qkv, const ops::RopeOptions& o) override;
   Status DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::AttentionOptions& o) override;
-  Status DoSwiGlu(ops::Buffer gate_up, ops::Buffer out) override;
+  Status DoGlu(ops::Buffer gate_up, ops::Buffer out, ops::Gate gate) override;
+  Status DoAdd(ops::Buffer in, ops::Buffer out) override;
   Status DoActivate(ops::Buffer x, ops::Activation a) override;
   Status DoGatherPooled(ops::Buffer tokens, ops::Buffer pooled) override;
   Status DoPool(ops::Buffer hidden, ops::Buffer out, bool normalize) override;
+  Status DoNormalize(ops::Buffer x) override;
 
  private:
   struct LinearLayer {

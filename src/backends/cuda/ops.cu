@@ -267,6 +267,11 @@ __global__ void TanhKernel(T* __restrict__ x, size_t n) {
 }
 
 template <typename T>
+__global__ void ReluKernel(T* __restrict__ x, size_t n) {
+  ORCHID_GRID_STRIDE(i, n) { Store(x + i, fmaxf(Load(x + i), 0.0f)); }
+}
+
+template <typename T>
 __global__ void ResidualAddKernel(const bf16* __restrict__ delta, T* __restrict__ x, size_t n) {
   ORCHID_GRID_STRIDE(i, n) { Store(x + i, Load(x + i) + __bfloat162float(delta[i])); }
 }
@@ -388,10 +393,14 @@ cudaError_t LaunchGeluErf(T* x, int T_, int N, cudaStream_t stream) {
   return cudaGetLastError();
 }
 template <typename T>
-cudaError_t LaunchTanh(T* x, int T_, int N, cudaStream_t stream) {
+cudaError_t LaunchTanh(T* x, int T_, int N, bool relu, cudaStream_t stream) {
   const size_t n = size_t(T_ > 0 ? T_ : 0) * size_t(N > 0 ? N : 0);
   if (n == 0) return cudaSuccess;
-  TanhKernel<T><<<ElementBlocks(n), kElementThreads, 0, stream>>>(x, n);
+  if (relu) {
+    ReluKernel<T><<<ElementBlocks(n), kElementThreads, 0, stream>>>(x, n);
+  } else {
+    TanhKernel<T><<<ElementBlocks(n), kElementThreads, 0, stream>>>(x, n);
+  }
   return cudaGetLastError();
 }
 template <typename T>
@@ -426,9 +435,17 @@ cudaError_t GeluErf(float* x, int T, int N, cudaStream_t stream) {
   return LaunchGeluErf(x, T, N, stream);
 }
 
-cudaError_t Tanh(bf16* x, int T, int N, cudaStream_t stream) { return LaunchTanh(x, T, N, stream); }
+cudaError_t Tanh(bf16* x, int T, int N, cudaStream_t stream) {
+  return LaunchTanh(x, T, N, false, stream);
+}
 cudaError_t Tanh(float* x, int T, int N, cudaStream_t stream) {
-  return LaunchTanh(x, T, N, stream);
+  return LaunchTanh(x, T, N, false, stream);
+}
+cudaError_t Relu(bf16* x, int T, int N, cudaStream_t stream) {
+  return LaunchTanh(x, T, N, true, stream);
+}
+cudaError_t Relu(float* x, int T, int N, cudaStream_t stream) {
+  return LaunchTanh(x, T, N, true, stream);
 }
 
 cudaError_t ResidualAdd(const bf16* delta, bf16* x, int T, int N, cudaStream_t stream) {

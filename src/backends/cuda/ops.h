@@ -88,6 +88,9 @@ cudaError_t GeluErf(float* x, int T, int N, cudaStream_t stream);
 // tanh in place over x: [T, N] (bf16 or fp32 storage, fp32 arithmetic).
 cudaError_t Tanh(bf16* x, int T, int N, cudaStream_t stream);
 cudaError_t Tanh(float* x, int T, int N, cudaStream_t stream);
+// max(x, 0) in place over x: [T, N].
+cudaError_t Relu(bf16* x, int T, int N, cudaStream_t stream);
+cudaError_t Relu(float* x, int T, int N, cudaStream_t stream);
 
 // Residual add: x[i] += delta[i] over [T, N]; delta bf16, x bf16 (the sum rounded once) or
 // fp32.

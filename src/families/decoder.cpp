@@ -1,24 +1,34 @@
-// The Qwen3 family: the Qwen3 decoder as an embedder or reranker (Qwen3-Embedding,
-// Qwen3-Reranker, pplx-embed-v1), as Hugging Face's Qwen3Model.
+// The decoder family: Llama-style decoders as embedders or rerankers, as Hugging Face's
+// Qwen3Model, Qwen2Model, MistralModel and LlamaModel (Qwen3-Embedding, Qwen3-Reranker,
+// pplx-embed-v1, gte-Qwen2, e5-mistral, SFR-Embedding, Llama-based embedders).
 //
 //   h = embed_tokens[id]                                   (an fp32 residual stream)
 //   per layer:  x = RMSNorm(h)
-//               q, k, v = x Wq^T, x Wk^T, x Wv^T      (no biases; k, v with num_kv_heads heads)
-//               q, k = RoPE(RMSNorm_head(q)), RoPE(RMSNorm_head(k))   (neox layout)
+//               q, k, v = x Wq^T, x Wk^T, x Wv^T      (+ biases where the config has them; k, v
+//                                                       with num_kv_heads heads)
+//               q, k = RoPE(RMSNorm_head(q)), RoPE(RMSNorm_head(k))   (neox layout; the
+//                                                       per-head RMSNorm is Qwen3's only)
 //               h += Wo Attention(q, k, v)             (causal, or bidirectional per config;
 //                                                       grouped-query heads)
 //               h += Wdown (silu(x' Wgate^T) * x' Wup^T), x' = RMSNorm(h)
 //   out = RMSNorm(h)
 //
+// Gemma 3 (EmbeddingGemma) is the same loop with its switches (DecoderConfig::gemma): embeddings
+// times sqrt(hidden), (1 + w) norm weights, a norm after each sublayer before its residual add,
+// a GeGLU (tanh GELU) MLP, its own score scale, and sliding-window local layers with their own
+// rotary theta.
+//
 // Q, K, V are fused into one projection, gate and up into another. As a reranker
 // (Qwen3-Reranker) the head maps the pooled last token to
 // logit(yes) - logit(no) = h . (E[yes] - E[no]), from the two rows of the output projection
 // (the tied embedding matrix, or lm_head when untied) instead of the full vocabulary.
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "checkpoint/safetensors.h"
 #include "checkpoint/weight_reader.h"
+#include "families/embedding_head.h"
 #include "families/family_loaders.h"
 
 namespace orchid {
@@ -29,7 +39,7 @@ using ops::Epilogue;
 using ops::Precision;
 using ops::Rows;
 
-class Qwen3 final : public Family {
+class Decoder final : public Family {
  public:
   Status Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backend& b);
   Status Forward(ops::Backend& b) const override;
@@ -37,18 +47,23 @@ class Qwen3 final : public Family {
  private:
   struct Layer {
     ops::NormWeight input_norm, post_attention_norm;
+    ops::NormWeight pre_feedforward_norm, post_feedforward_norm;  // Gemma 3
+    int window = 0;                                               // Gemma 3's local layers
     ops::LinearWeight qkv, o, gate_up, down;
     ops::NormWeight q_norm, k_norm;
   };
   struct Activations {
     Buffer residual, x, ctx, gate_up, act;
+    Buffer sublayer;  // Gemma 3: a sublayer's output, normed before its residual add
   };
+  Status ForwardGemmaLayer(ops::Backend& b, const Layer& l, const Activations& a) const;
 
-  Qwen3Config c_;
+  DecoderConfig c_;
   bool reranker_ = false;
   ops::EmbedOp embed_;
   std::vector<Layer> layers_;
   ops::NormWeight final_norm_;
+  EmbeddingHead embedding_;
   ops::LinearWeight yes_minus_no_;
   ops::AttentionOptions attention_;
   ops::RopeOptions rope_;
@@ -57,23 +72,32 @@ class Qwen3 final : public Family {
   Buffer pooled_vec_;
 };
 
-Status Qwen3::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backend& b) {
-  c_ = spec.qwen3;
+Status Decoder::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backend& b) {
+  c_ = spec.decoder;
   reranker_ = spec.head == HeadKind::kYesNoLogit;
   if (spec.head != HeadKind::kNone && !reranker_) {
-    return Status::Internal("the Qwen3 family has no head of this kind");
+    return Status::Internal("the decoder family has no head of this kind");
   }
   const std::string anchor = "embed_tokens.weight";
   const std::optional<std::string> prefix = FindWeightPrefix(file, anchor);
   if (!prefix) {
     return Status::Corrupt(file.path() + ": no tensor named \"" + anchor +
-                           "\" (with or without a prefix); not a Qwen3 checkpoint?");
+                           "\" (with or without a prefix); not a decoder checkpoint?");
   }
   const WeightReader r(file, *prefix);
   const int64_t H = c_.hidden_size, I = c_.intermediate_size, D = c_.head_dim;
   const int64_t Q = c_.q_size(), KV = c_.kv_size();
   const float eps = c_.rms_norm_eps;
   const auto rms = ops::NormKind::kRmsNorm;
+  // An RMSNorm's weight; Gemma's norms multiply by (1 + w).
+  auto add_norm = [&](const std::string& name, int64_t width) -> Result<ops::NormWeight> {
+    Tensor w;
+    ORCHID_ASSIGN_OR_RETURN(w, r.Read(name, {width}));
+    if (c_.gemma) {
+      for (int64_t j = 0; j < width; ++j) w.data()[j] += 1.0f;
+    }
+    return b.AddNorm(rms, w, nullptr, eps);
+  };
 
   Tensor embed;
   ORCHID_ASSIGN_OR_RETURN(embed, r.Read(anchor, {c_.vocab_size, H}));
@@ -95,37 +119,66 @@ Status Qwen3::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Back
     for (int64_t j = 0; j < H; ++j) diff.data()[j] = yes[j] - no[j];
     ORCHID_ASSIGN_OR_RETURN(yes_minus_no_, b.AddLinear(diff, nullptr, {.full_precision = true}));
   }
+  if (c_.gemma) {
+    // Gemma3TextScaledWordEmbedding: the looked-up rows times sqrt(hidden_size), in fp32.
+    const float scale = std::sqrt(float(H));
+    for (size_t j = 0; j < embed.numel(); ++j) embed.data()[j] *= scale;
+  }
   ORCHID_ASSIGN_OR_RETURN(embed_.word, b.AddTable(std::move(embed)));
   layers_.resize(size_t(c_.num_hidden_layers));
   for (int i = 0; i < c_.num_hidden_layers; ++i) {
     Layer& l = layers_[size_t(i)];
     const std::string p = "layers." + std::to_string(i) + ".";
-    Tensor q, k, v, w, g, u;
+    Tensor q, k, v, w, g, u, qb, kb, vb, bias, gb, ub;
     ORCHID_ASSIGN_OR_RETURN(q, r.Read(p + "self_attn.q_proj.weight", {Q, H}));
     ORCHID_ASSIGN_OR_RETURN(k, r.Read(p + "self_attn.k_proj.weight", {KV, H}));
     ORCHID_ASSIGN_OR_RETURN(v, r.Read(p + "self_attn.v_proj.weight", {KV, H}));
-    ORCHID_ASSIGN_OR_RETURN(l.qkv, b.AddLinear(Concat0({&q, &k, &v}), nullptr));
+    if (c_.qkv_bias) {
+      ORCHID_ASSIGN_OR_RETURN(qb, r.Read(p + "self_attn.q_proj.bias", {Q}));
+      ORCHID_ASSIGN_OR_RETURN(kb, r.Read(p + "self_attn.k_proj.bias", {KV}));
+      ORCHID_ASSIGN_OR_RETURN(vb, r.Read(p + "self_attn.v_proj.bias", {KV}));
+      const Tensor qkv_bias = Concat0({&qb, &kb, &vb});
+      ORCHID_ASSIGN_OR_RETURN(l.qkv, b.AddLinear(Concat0({&q, &k, &v}), &qkv_bias));
+    } else {
+      ORCHID_ASSIGN_OR_RETURN(l.qkv, b.AddLinear(Concat0({&q, &k, &v}), nullptr));
+    }
     ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "self_attn.o_proj.weight", {H, Q}));
-    ORCHID_ASSIGN_OR_RETURN(l.o, b.AddLinear(w, nullptr));
-    ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "self_attn.q_norm.weight", {D}));
-    ORCHID_ASSIGN_OR_RETURN(l.q_norm, b.AddNorm(rms, w, nullptr, eps));
-    ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "self_attn.k_norm.weight", {D}));
-    ORCHID_ASSIGN_OR_RETURN(l.k_norm, b.AddNorm(rms, w, nullptr, eps));
+    if (c_.o_bias) {
+      ORCHID_ASSIGN_OR_RETURN(bias, r.Read(p + "self_attn.o_proj.bias", {H}));
+    }
+    ORCHID_ASSIGN_OR_RETURN(l.o, b.AddLinear(w, c_.o_bias ? &bias : nullptr));
+    if (c_.qk_norm) {
+      ORCHID_ASSIGN_OR_RETURN(l.q_norm, add_norm(p + "self_attn.q_norm.weight", D));
+      ORCHID_ASSIGN_OR_RETURN(l.k_norm, add_norm(p + "self_attn.k_norm.weight", D));
+    }
     ORCHID_ASSIGN_OR_RETURN(g, r.Read(p + "mlp.gate_proj.weight", {I, H}));
     ORCHID_ASSIGN_OR_RETURN(u, r.Read(p + "mlp.up_proj.weight", {I, H}));
-    ORCHID_ASSIGN_OR_RETURN(l.gate_up, b.AddLinear(Concat0({&g, &u}), nullptr));
+    if (c_.mlp_bias) {
+      ORCHID_ASSIGN_OR_RETURN(gb, r.Read(p + "mlp.gate_proj.bias", {I}));
+      ORCHID_ASSIGN_OR_RETURN(ub, r.Read(p + "mlp.up_proj.bias", {I}));
+      const Tensor gate_up_bias = Concat0({&gb, &ub});
+      ORCHID_ASSIGN_OR_RETURN(l.gate_up, b.AddLinear(Concat0({&g, &u}), &gate_up_bias));
+      ORCHID_ASSIGN_OR_RETURN(bias, r.Read(p + "mlp.down_proj.bias", {H}));
+    } else {
+      ORCHID_ASSIGN_OR_RETURN(l.gate_up, b.AddLinear(Concat0({&g, &u}), nullptr));
+    }
     ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "mlp.down_proj.weight", {H, I}));
-    ORCHID_ASSIGN_OR_RETURN(l.down, b.AddLinear(w, nullptr));
-    ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "input_layernorm.weight", {H}));
-    ORCHID_ASSIGN_OR_RETURN(l.input_norm, b.AddNorm(rms, w, nullptr, eps));
-    ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "post_attention_layernorm.weight", {H}));
-    ORCHID_ASSIGN_OR_RETURN(l.post_attention_norm, b.AddNorm(rms, w, nullptr, eps));
+    ORCHID_ASSIGN_OR_RETURN(l.down, b.AddLinear(w, c_.mlp_bias ? &bias : nullptr));
+    ORCHID_ASSIGN_OR_RETURN(l.input_norm, add_norm(p + "input_layernorm.weight", H));
+    ORCHID_ASSIGN_OR_RETURN(l.post_attention_norm,
+                            add_norm(p + "post_attention_layernorm.weight", H));
+    if (c_.gemma) {
+      ORCHID_ASSIGN_OR_RETURN(l.pre_feedforward_norm,
+                              add_norm(p + "pre_feedforward_layernorm.weight", H));
+      ORCHID_ASSIGN_OR_RETURN(l.post_feedforward_norm,
+                              add_norm(p + "post_feedforward_layernorm.weight", H));
+      l.window = c_.layer_window[size_t(i)];
+    }
   }
-  Tensor w;
-  ORCHID_ASSIGN_OR_RETURN(w, r.Read("norm.weight", {H}));
-  ORCHID_ASSIGN_OR_RETURN(final_norm_, b.AddNorm(rms, w, nullptr, eps));
+  ORCHID_ASSIGN_OR_RETURN(final_norm_, add_norm("norm.weight", H));
 
   attention_ = {c_.num_attention_heads, c_.num_key_value_heads, c_.head_dim, c_.causal};
+  attention_.scale = c_.attention_scale;
   rope_.num_heads = c_.num_attention_heads;
   rope_.num_kv_heads = c_.num_key_value_heads;
   rope_.head_dim = c_.head_dim;
@@ -138,18 +191,34 @@ Status Qwen3::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Back
     a.ctx = b.AddBuffer("context", rows, int(Q));
     a.gate_up = b.AddBuffer("gate_up", rows, int(2 * I));
     a.act = b.AddBuffer("mlp", rows, int(I));
+    if (c_.gemma) a.sublayer = b.AddBuffer("sublayer", rows, int(H));
   }
   hidden_ = all_.x;  // after the final norm
   if (reranker_) {
     pooled_vec_ = b.AddBuffer("pooled", Rows::kSequences, int(H), Precision::kAccumulator);
     output_ = b.AddBuffer("logits", Rows::kSequences, 1, Precision::kAccumulator);
   } else {
-    output_ = b.AddBuffer("embeddings", Rows::kSequences, int(H), Precision::kAccumulator);
+    ORCHID_RETURN_IF_ERROR(embedding_.Load(spec, b));
+    output_ = embedding_.output();
   }
   return Status::Ok();
 }
 
-Status Qwen3::Forward(ops::Backend& b) const {
+// Gemma 3's layer after attention: the norm after each sublayer, before its residual add.
+//   h += norm(o_proj(ctx));  h += norm(down(gelu_tanh(gate(x')) * up(x'))), x' = norm(h)
+Status Decoder::ForwardGemmaLayer(ops::Backend& b, const Layer& l, const Activations& a) const {
+  ORCHID_RETURN_IF_ERROR(b.Linear(a.ctx, l.o, a.sublayer));
+  ORCHID_RETURN_IF_ERROR(b.Norm(a.sublayer, l.post_attention_norm, a.sublayer));
+  ORCHID_RETURN_IF_ERROR(b.Add(a.sublayer, a.residual));
+  ORCHID_RETURN_IF_ERROR(b.Norm(a.residual, l.pre_feedforward_norm, a.x));
+  ORCHID_RETURN_IF_ERROR(b.Linear(a.x, l.gate_up, a.gate_up));
+  ORCHID_RETURN_IF_ERROR(b.Glu(a.gate_up, a.act, ops::Gate::kGeluTanh));
+  ORCHID_RETURN_IF_ERROR(b.Linear(a.act, l.down, a.sublayer));
+  ORCHID_RETURN_IF_ERROR(b.Norm(a.sublayer, l.post_feedforward_norm, a.sublayer));
+  return b.Add(a.sublayer, a.residual);
+}
+
+Status Decoder::Forward(ops::Backend& b) const {
   ORCHID_RETURN_IF_ERROR(b.Embed(embed_, all_.residual));
   const bool prune = b.prune_last_layer();
   const Activations* a = &all_;
@@ -158,34 +227,43 @@ Status Qwen3::Forward(ops::Backend& b) const {
     ops::RopeOptions rope = rope_;
     rope.q_norm = l.q_norm;
     rope.k_norm = l.k_norm;
+    ops::AttentionOptions attention = attention_;
+    if (l.window > 0) {  // Gemma 3's local layers: a window and their own rotary theta
+      attention.window = l.window;
+      rope.theta = c_.local_rope_theta;
+    }
     ORCHID_RETURN_IF_ERROR(b.Norm(all_.residual, l.input_norm, all_.x));
     ORCHID_RETURN_IF_ERROR(b.Linear(all_.x, l.qkv, qkv_));
     ORCHID_RETURN_IF_ERROR(b.QkNormRope(qkv_, rope));
     if (li + 1 == layers_.size() && prune) {
       // The last layer after attention on the pooled rows only.
-      ORCHID_RETURN_IF_ERROR(b.Attention(qkv_, pooled_.ctx, attention_));
+      ORCHID_RETURN_IF_ERROR(b.Attention(qkv_, pooled_.ctx, attention));
       ORCHID_RETURN_IF_ERROR(b.GatherPooled(all_.residual, pooled_.residual));
       a = &pooled_;
     } else {
-      ORCHID_RETURN_IF_ERROR(b.Attention(qkv_, all_.ctx, attention_));
+      ORCHID_RETURN_IF_ERROR(b.Attention(qkv_, all_.ctx, attention));
+    }
+    if (c_.gemma) {
+      ORCHID_RETURN_IF_ERROR(ForwardGemmaLayer(b, l, *a));
+      continue;
     }
     ORCHID_RETURN_IF_ERROR(b.Linear(a->ctx, l.o, a->residual, Epilogue::kResidualAdd));
     ORCHID_RETURN_IF_ERROR(b.Norm(a->residual, l.post_attention_norm, a->x));
     ORCHID_RETURN_IF_ERROR(b.Linear(a->x, l.gate_up, a->gate_up));
-    ORCHID_RETURN_IF_ERROR(b.SwiGlu(a->gate_up, a->act));
+    ORCHID_RETURN_IF_ERROR(b.Glu(a->gate_up, a->act));
     ORCHID_RETURN_IF_ERROR(b.Linear(a->act, l.down, a->residual, Epilogue::kResidualAdd));
   }
   ORCHID_RETURN_IF_ERROR(b.Norm(a->residual, final_norm_, a->x));
-  if (!reranker_) return b.Pool(a->x, output_, true);
+  if (!reranker_) return embedding_.Forward(b, a->x);
   ORCHID_RETURN_IF_ERROR(b.Pool(a->x, pooled_vec_, false));
   return b.Linear(pooled_vec_, yes_minus_no_, output_);
 }
 
 }  // namespace
 
-Result<std::unique_ptr<Family>> LoadQwen3(const ModelSpec& spec, const SafetensorsFile& file,
-                                          ops::Backend& backend) {
-  auto f = std::make_unique<Qwen3>();
+Result<std::unique_ptr<Family>> LoadDecoder(const ModelSpec& spec, const SafetensorsFile& file,
+                                            ops::Backend& backend) {
+  auto f = std::make_unique<Decoder>();
   ORCHID_RETURN_IF_ERROR(f->Load(spec, file, backend));
   return std::unique_ptr<Family>(std::move(f));
 }

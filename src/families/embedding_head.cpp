@@ -1,0 +1,48 @@
+#include "families/embedding_head.h"
+
+#include <memory>
+#include <string>
+
+#include "checkpoint/safetensors.h"
+#include "checkpoint/weight_reader.h"
+
+namespace orchid {
+
+Status EmbeddingHead::Load(const ModelSpec& spec, ops::Backend& b) {
+  const int H = spec.info.hidden_size;
+  pooled_ = b.AddBuffer(spec.dense.empty() ? "embeddings" : "pooled", ops::Rows::kSequences, H,
+                        ops::Precision::kAccumulator);
+  for (size_t i = 0; i < spec.dense.size(); ++i) {
+    const DenseModule& m = spec.dense[i];
+    ORCHID_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file,
+                            SafetensorsFile::Open(m.dir + "/model.safetensors"));
+    const WeightReader r(*file, "");
+    Tensor w, bias;
+    ORCHID_ASSIGN_OR_RETURN(w, r.Read("linear.weight", {m.out_features, m.in_features}));
+    if (m.bias) {
+      ORCHID_ASSIGN_OR_RETURN(bias, r.Read("linear.bias", {m.out_features}));
+    }
+    Dense d;
+    d.tanh = m.tanh;
+    ORCHID_ASSIGN_OR_RETURN(d.linear, b.AddLinear(w, m.bias ? &bias : nullptr));
+    dense_.push_back(d);
+    out_.push_back(
+        b.AddBuffer(i + 1 == spec.dense.size() ? "embeddings" : "dense" + std::to_string(i),
+                    ops::Rows::kSequences, m.out_features, ops::Precision::kAccumulator));
+  }
+  return Status::Ok();
+}
+
+Status EmbeddingHead::Forward(ops::Backend& b, ops::Buffer hidden) const {
+  if (dense_.empty()) return b.Pool(hidden, pooled_, true);
+  ORCHID_RETURN_IF_ERROR(b.Pool(hidden, pooled_, false));
+  ops::Buffer in = pooled_;
+  for (size_t i = 0; i < dense_.size(); ++i) {
+    ORCHID_RETURN_IF_ERROR(b.Linear(in, dense_[i].linear, out_[i]));
+    if (dense_[i].tanh) ORCHID_RETURN_IF_ERROR(b.Activate(out_[i], ops::Activation::kTanh));
+    in = out_[i];
+  }
+  return b.Normalize(in);
+}
+
+}  // namespace orchid
