@@ -16,6 +16,11 @@ SDPA, the same thread count), same machine, same run, for full-size random-weigh
                       biases), causal, last token + L2
   llama-360m          SmolLM2-360M's shape (LlamaModel: 32 layers, hidden 960, 15 q / 5 kv heads),
                       causal, last token + L2 (Mistral's layer is the same code: no biases)
+  modernbert-base     ModernBERT-base's shape (22 layers, hidden 768, GeGLU 1152, a global layer
+                      every 3, the others local with window 128), mean + L2
+  embeddinggemma      EmbeddingGemma-300M's shape (Gemma3TextModel: 24 layers, hidden 768, 3 q /
+                      1 kv heads of 256, bidirectional, local window 512 in 5 of every 6 layers),
+                      mean + L2 (without its Dense modules: PyTorch's side pools here)
 
 Each side runs in float32 and, with --dtypes float32,bfloat16, also in bfloat16: orchid's
 --dtype bfloat16 (linear-layer weights and inputs rounded to bfloat16, fp32 accumulation, the
@@ -80,6 +85,16 @@ LLAMA_360M = dict(model_type="llama", architectures=["LlamaModel"], vocab_size=4
                   intermediate_size=2560, hidden_act="silu", max_position_embeddings=8192,
                   rms_norm_eps=1e-5, rope_theta=100000.0, tie_word_embeddings=True)
 
+MODERNBERT_BASE = dict(model_type="modernbert", architectures=["ModernBertModel"], vocab_size=50368,
+                       hidden_size=768, num_hidden_layers=22, num_attention_heads=12, intermediate_size=1152,
+                       hidden_activation="gelu", max_position_embeddings=8192, local_attention=128,
+                       global_attn_every_n_layers=3, pad_token_id=50283)
+EMBEDDINGGEMMA = dict(model_type="gemma3_text", architectures=["Gemma3TextModel"], vocab_size=262144,
+                      hidden_size=768, num_hidden_layers=24, num_attention_heads=3, num_key_value_heads=1,
+                      head_dim=256, intermediate_size=1152, hidden_activation="gelu_pytorch_tanh",
+                      max_position_embeddings=2048, query_pre_attn_scalar=256, sliding_window=512,
+                      use_bidirectional_attention=True, rms_norm_eps=1e-6)
+
 MODELS = {
     # name: (config, pooling, normalize, kind, bidirectional)
     "qwen3-0.6b-causal": (QWEN3_06B, "lasttoken", True, "embed", False),
@@ -90,6 +105,8 @@ MODELS = {
     "distilbert-base": (DISTILBERT_BASE, "mean", True, "embed", False),
     "qwen2-0.5b": (QWEN2_05B, "lasttoken", True, "embed", False),
     "llama-360m": (LLAMA_360M, "lasttoken", True, "embed", False),
+    "modernbert-base": (MODERNBERT_BASE, "mean", True, "embed", False),
+    "embeddinggemma": (EMBEDDINGGEMMA, "mean", True, "embed", False),
 }
 
 

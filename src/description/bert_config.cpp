@@ -5,6 +5,7 @@
 #include "description/json_file.h"
 
 namespace orchid {
+
 Result<BertConfig> ReadBertConfig(const std::string& path) {
   ORCHID_ASSIGN_OR_RETURN(JsonFile f, JsonFile::Read(path));
   BertConfig c;
@@ -61,40 +62,7 @@ Result<BertConfig> ReadBertConfig(const std::string& path) {
   if (pad < 0 || pad >= c.vocab_size)
     return f.FieldError("pad_token_id", "is out of the vocabulary");
   c.pad_token_id = int(pad);
-  c.num_labels = 2;  // transformers' PretrainedConfig default
-  simdjson::dom::object labels;
-  if (!f.root()["id2label"].get_object().get(labels)) {
-    c.num_labels = int(labels.size());
-    if (c.num_labels <= 0 || c.num_labels > 1 << 16) {
-      return f.FieldError("id2label", "must name between 1 and 65536 labels");
-    }
-    // {"0": "negative", "1": "positive"}: every id from 0 to n-1 once, each with a string name.
-    c.labels.assign(size_t(c.num_labels), std::string());
-    std::vector<bool> seen(size_t(c.num_labels), false);
-    for (simdjson::dom::key_value_pair kv : labels) {
-      const std::string_view key = kv.key;
-      size_t id = 0;
-      bool digits = !key.empty() && key.size() <= 6;
-      for (char ch : key) {
-        digits = digits && ch >= '0' && ch <= '9';
-        if (digits) id = id * 10 + size_t(ch - '0');
-      }
-      if (!digits || id >= size_t(c.num_labels) || seen[id] || (key.size() > 1 && key[0] == '0')) {
-        return f.FieldError("id2label", fmt::format("has the key \"{}\"; its keys must be the ids "
-                                                    "0 to {}, each once",
-                                                    key, c.num_labels - 1));
-      }
-      std::string_view name;
-      if (kv.value.get_string().get(name)) {
-        return f.FieldError("id2label",
-                            fmt::format("\"{}\" must name its label with a string", key));
-      }
-      seen[id] = true;
-      c.labels[id] = std::string(name);
-    }
-  }
-  ORCHID_ASSIGN_OR_RETURN(std::string problem, f.String("problem_type", ""));
-  c.multi_label = problem == "multi_label_classification";
+  ORCHID_RETURN_IF_ERROR(ReadClassifierLabels(f, &c.num_labels, &c.labels, &c.multi_label));
   return c;
 }
 

@@ -36,14 +36,14 @@ struct BertConfig {
   // Cross-encoders (*ForSequenceClassification): the classifier on the first token.
   enum class Head : uint8_t {
     kNone,
-    kBertPooler,        // BERT: classifier(tanh(pooler.dense(h_cls)))
-    kRobertaClassifier,  // XLM-R, MPNet: classifier.out_proj(tanh(classifier.dense(h_cls)))
+    kBertPooler,            // BERT: classifier(tanh(pooler.dense(h_cls)))
+    kRobertaClassifier,     // XLM-R, MPNet: classifier.out_proj(tanh(classifier.dense(h_cls)))
     kDistilBertClassifier,  // DistilBERT: classifier(relu(pre_classifier(h_cls)))
   };
   Head head = Head::kNone;
   // MPNet: buckets of the relative position bias (T5-style, bidirectional, max distance 128).
   int relative_attention_num_buckets = 0;
-  int num_labels = 0;  // len(id2label) as transformers counts it (2 when absent)
+  int num_labels = 0;               // len(id2label) as transformers counts it (2 when absent)
   std::vector<std::string> labels;  // id2label's names by id (empty when id2label is absent)
   bool multi_label = false;         // problem_type "multi_label_classification"
 

@@ -53,38 +53,16 @@ Result<DecoderConfig> ReadDecoderConfig(const std::string& path) {
     if (rope.get_object().get(params)) {
       return f.FieldError("rope_parameters", "must be an object");
     }
-    // One {"rope_type", "rope_theta"} object; *theta kept where it has none.
-    auto read = [&f](simdjson::dom::object o, const std::string& field, double* theta) -> Status {
-      std::string_view kind = "default";
-      simdjson::dom::element t;
-      if (!o["rope_type"].get(t) && !t.is_null() && t.get_string().get(kind)) {
-        return f.FieldError(field + ".rope_type", "must be a string");
-      }
-      if (kind != "default") {
-        return f.FieldError(
-            field + ".rope_type",
-            fmt::format("is \"{}\"; only \"default\" rotary embeddings are supported", kind));
-      }
-      if (!o["rope_theta"].get(t) && !t.is_null()) {
-        double v = 0;
-        if (t.get_double().get(v)) {
-          int64_t i = 0;
-          if (t.get_int64().get(i)) return f.FieldError(field + ".rope_theta", "must be a number");
-          v = double(i);
-        }
-        *theta = v;
-      }
-      return Status::Ok();
-    };
     simdjson::dom::object full, local;
     if (!params["full_attention"].get_object().get(full)) {
-      ORCHID_RETURN_IF_ERROR(read(full, "rope_parameters.full_attention", &c.rope_theta));
+      ORCHID_RETURN_IF_ERROR(
+          ReadRopeParameters(f, full, "rope_parameters.full_attention", &c.rope_theta));
       if (!params["sliding_attention"].get_object().get(local)) {
         ORCHID_RETURN_IF_ERROR(
-            read(local, "rope_parameters.sliding_attention", &c.local_rope_theta));
+            ReadRopeParameters(f, local, "rope_parameters.sliding_attention", &c.local_rope_theta));
       }
     } else {
-      ORCHID_RETURN_IF_ERROR(read(params, "rope_parameters", &c.rope_theta));
+      ORCHID_RETURN_IF_ERROR(ReadRopeParameters(f, params, "rope_parameters", &c.rope_theta));
     }
   }
   if (!(c.local_rope_theta > 1)) {
@@ -137,36 +115,19 @@ Result<DecoderConfig> ReadDecoderConfig(const std::string& path) {
   ORCHID_ASSIGN_OR_RETURN(bool is_causal, f.Bool("is_causal", true));
   c.causal = !bidirectional && is_causal;
   if (c.gemma) {
-    // Local layers: layer_types, else every sliding_window_pattern-th layer is global.
+    // Local layers: layer_types, else all but every sliding_window_pattern-th layer.
     int window = 4096;
     if (given("sliding_window")) ORCHID_RETURN_IF_ERROR(f.Size("sliding_window", 1 << 24, &window));
     // Bidirectional (EmbeddingGemma): transformers turns the config's window W into
     // |i - j| < W / 2 + 1; causal: 0 <= i - j < W.
     const int local = c.causal ? window : window / 2 + 1;
-    c.layer_window.assign(size_t(c.num_hidden_layers), 0);
-    simdjson::dom::array types;
-    if (!f.root()["layer_types"].get_array().get(types)) {
-      if (types.size() != size_t(c.num_hidden_layers)) {
-        return f.FieldError("layer_types", "must name one type per layer");
-      }
-      size_t i = 0;
-      for (simdjson::dom::element t : types) {
-        std::string_view name;
-        if (t.get_string().get(name) || (name != "sliding_attention" && name != "full_attention")) {
-          return f.FieldError("layer_types",
-                              "must hold \"sliding_attention\" or \"full_attention\"");
-        }
-        c.layer_window[i++] = name == "sliding_attention" ? local : 0;
-      }
-    } else {
-      int pattern = 6;
-      if (given("sliding_window_pattern")) {
-        ORCHID_RETURN_IF_ERROR(f.Size("sliding_window_pattern", 1024, &pattern));
-      }
-      for (int i = 0; i < c.num_hidden_layers; ++i) {
-        c.layer_window[size_t(i)] = (i + 1) % pattern != 0 ? local : 0;
-      }
+    int pattern = 6;
+    if (given("sliding_window_pattern")) {
+      ORCHID_RETURN_IF_ERROR(f.Size("sliding_window_pattern", 1024, &pattern));
     }
+    ORCHID_ASSIGN_OR_RETURN(c.layer_window,
+                            ReadLayerWindows(f, c.num_hidden_layers, local,
+                                             [pattern](int i) { return (i + 1) % pattern != 0; }));
   }
   return c;
 }

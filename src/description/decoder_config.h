@@ -27,11 +27,11 @@ struct DecoderConfig {
   double rope_theta = 1000000.0;
   bool tie_word_embeddings = true;
   bool causal = true;
-  bool qk_norm = false;         // Qwen3: RMSNorm over each q and k head before RoPE
-  bool qkv_bias = false;        // biases on q_proj, k_proj, v_proj (Qwen2; Llama/Qwen3 with
-                                // attention_bias)
-  bool o_bias = false;          // a bias on o_proj (Llama/Qwen3 with attention_bias)
-  bool mlp_bias = false;        // biases on gate/up/down_proj (Llama with mlp_bias)
+  bool qk_norm = false;   // Qwen3: RMSNorm over each q and k head before RoPE
+  bool qkv_bias = false;  // biases on q_proj, k_proj, v_proj (Qwen2; Llama/Qwen3 with
+                          // attention_bias)
+  bool o_bias = false;    // a bias on o_proj (Llama/Qwen3 with attention_bias)
+  bool mlp_bias = false;  // biases on gate/up/down_proj (Llama with mlp_bias)
   // Mistral: each token attends to the previous sliding_window tokens only (0: no window). The
   // registry caps the usable positions at the window, so that the window never cuts.
   int sliding_window = 0;
@@ -40,8 +40,8 @@ struct DecoderConfig {
   // add), a GeGLU MLP with GELU's tanh form, scores scaled by query_pre_attn_scalar^-1/2, and
   // local layers with a sliding window and their own rotary theta.
   bool gemma = false;
-  float attention_scale = 0.0f;    // 0: 1 / sqrt(head_dim)
-  std::vector<int> layer_window;   // per layer: the AttentionOptions window; 0: global
+  float attention_scale = 0.0f;   // 0: 1 / sqrt(head_dim)
+  std::vector<int> layer_window;  // per layer: the AttentionOptions window; 0: global
   double local_rope_theta = 10000.0;
 
   int q_size() const { return num_attention_heads * head_dim; }

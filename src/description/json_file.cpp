@@ -1,5 +1,7 @@
 #include "description/json_file.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <filesystem>
 
@@ -109,6 +111,92 @@ Result<std::string> JsonFile::String(std::string_view field, const std::string& 
 Result<bool> JsonFile::Bool(std::string_view field, bool fallback) const {
   if (Absent(field)) return fallback;
   return Bool(field);
+}
+
+Status ReadClassifierLabels(const JsonFile& f, int* num_labels, std::vector<std::string>* names,
+                            bool* multi_label) {
+  *num_labels = 2;  // transformers' PretrainedConfig default
+  names->clear();
+  simdjson::dom::object labels;
+  if (!f.root()["id2label"].get_object().get(labels)) {
+    *num_labels = int(labels.size());
+    if (*num_labels <= 0 || *num_labels > 1 << 16) {
+      return f.FieldError("id2label", "must name between 1 and 65536 labels");
+    }
+    // {"0": "negative", "1": "positive"}: every id from 0 to n-1 once, each with a string name.
+    names->assign(size_t(*num_labels), std::string());
+    std::vector<bool> seen(size_t(*num_labels), false);
+    for (simdjson::dom::key_value_pair kv : labels) {
+      const std::string_view key = kv.key;
+      size_t id = 0;
+      bool digits = !key.empty() && key.size() <= 6;
+      for (char ch : key) {
+        digits = digits && ch >= '0' && ch <= '9';
+        if (digits) id = id * 10 + size_t(ch - '0');
+      }
+      if (!digits || id >= size_t(*num_labels) || seen[id] || (key.size() > 1 && key[0] == '0')) {
+        return f.FieldError("id2label", fmt::format("has the key \"{}\"; its keys must be the ids "
+                                                    "0 to {}, each once",
+                                                    key, *num_labels - 1));
+      }
+      std::string_view name;
+      if (kv.value.get_string().get(name)) {
+        return f.FieldError("id2label",
+                            fmt::format("\"{}\" must name its label with a string", key));
+      }
+      seen[id] = true;
+      (*names)[id] = std::string(name);
+    }
+  }
+  ORCHID_ASSIGN_OR_RETURN(std::string problem, f.String("problem_type", ""));
+  *multi_label = problem == "multi_label_classification";
+  return Status::Ok();
+}
+
+Status ReadRopeParameters(const JsonFile& f, simdjson::dom::object params, const std::string& field,
+                          double* theta) {
+  std::string_view kind = "default";
+  simdjson::dom::element t;
+  if (!params["rope_type"].get(t) && !t.is_null() && t.get_string().get(kind)) {
+    return f.FieldError(field + ".rope_type", "must be a string");
+  }
+  if (kind != "default") {
+    return f.FieldError(
+        field + ".rope_type",
+        fmt::format("is \"{}\"; only \"default\" rotary embeddings are supported", kind));
+  }
+  if (!params["rope_theta"].get(t) && !t.is_null()) {
+    double v = 0;
+    if (t.get_double().get(v)) {
+      int64_t i = 0;
+      if (t.get_int64().get(i)) return f.FieldError(field + ".rope_theta", "must be a number");
+      v = double(i);
+    }
+    *theta = v;
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<int>> ReadLayerWindows(const JsonFile& f, int layers, int window,
+                                          const std::function<bool(int)>& local) {
+  std::vector<int> out(size_t(layers), 0);
+  simdjson::dom::array types;
+  if (f.root()["layer_types"].get_array().get(types)) {
+    for (int i = 0; i < layers; ++i) out[size_t(i)] = local(i) ? window : 0;
+    return out;
+  }
+  if (types.size() != size_t(layers)) {
+    return f.FieldError("layer_types", "must name one type per layer");
+  }
+  size_t i = 0;
+  for (simdjson::dom::element t : types) {
+    std::string_view name;
+    if (t.get_string().get(name) || (name != "sliding_attention" && name != "full_attention")) {
+      return f.FieldError("layer_types", "must hold \"sliding_attention\" or \"full_attention\"");
+    }
+    out[i++] = name == "sliding_attention" ? window : 0;
+  }
+  return out;
 }
 
 }  // namespace orchid

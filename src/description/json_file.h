@@ -6,10 +6,12 @@
 #include <simdjson.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 
@@ -49,5 +51,20 @@ class JsonFile {
   std::unique_ptr<simdjson::dom::parser> parser_;
   simdjson::dom::element root_;
 };
+
+// A classifier's labels from config.json: id2label (every id 0..n-1 once, string names; absent:
+// transformers' default of 2 unnamed labels) and problem_type multi_label_classification.
+Status ReadClassifierLabels(const JsonFile& f, int* num_labels, std::vector<std::string>* names,
+                            bool* multi_label);
+
+// One rotary-embedding parameter object of config.json ({"rope_type": "default", "rope_theta":
+// x}, `field` naming it in errors): *theta set where it has one; other rope types are errors.
+Status ReadRopeParameters(const JsonFile& f, simdjson::dom::object params, const std::string& field,
+                          double* theta);
+
+// Per layer, `window` for a "sliding_attention" layer and 0 for a "full_attention" one, from
+// config.json's layer_types; without it, local(i) says whether layer i is a sliding one.
+Result<std::vector<int>> ReadLayerWindows(const JsonFile& f, int layers, int window,
+                                          const std::function<bool(int)>& local);
 
 }  // namespace orchid

@@ -62,6 +62,12 @@ Architecture Classify(const std::string& arch, const std::string& model_type) {
           "LlamaModel", "llama"})) {
     return {true, FamilyKind::kDecoder};
   }
+  if (is({"ModernBertModel", "modernbert", "ModernBertForMaskedLM"})) {
+    return {true, FamilyKind::kModernBert};
+  }
+  if (is({"ModernBertForSequenceClassification"})) {
+    return {true, FamilyKind::kModernBert, false, true};
+  }
   // Gemma 3's text decoder (EmbeddingGemma: bidirectional, sliding-window local layers).
   if (is({"Gemma3TextModel", "gemma3_text", "Gemma3ForCausalLM"})) {
     return {true, FamilyKind::kDecoder};
@@ -217,6 +223,30 @@ Status DescribeDecoder(const Architecture& kind, const std::string& model_type,
   return Status::Ok();
 }
 
+Status DescribeModernBert(const Architecture& kind, const JsonFile& config,
+                          const SentenceTransformersConfig& st, ModelSpec* spec) {
+  ORCHID_ASSIGN_OR_RETURN(spec->modernbert, ReadModernBertConfig(spec->config_path));
+  const ModernBertConfig& c = spec->modernbert;
+  ModelInfo& info = spec->info;
+  info.vocab_size = c.vocab_size;
+  info.type_vocab_size = 1;
+  info.hidden_size = c.hidden_size;
+  info.max_position_embeddings = c.max_position_embeddings;
+  ORCHID_RETURN_IF_ERROR(CheckWordEmbeddingDimension(*spec, st));
+  info.max_seq_length = MaxSeqLength(st, info.max_position_embeddings);
+  if (kind.classifier) {
+    spec->head = HeadKind::kModernBertHead;
+    info.task = ModelTask::kScore;
+    info.num_labels = c.num_labels;
+    info.labels = c.labels;
+    info.multi_label = c.multi_label;
+    info.default_pooling = c.classifier_pooling;
+    info.default_normalize = false;
+    ORCHID_ASSIGN_OR_RETURN(info.score_activation, ReadScoreActivation(config));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 const char* FamilyName(FamilyKind f) {
@@ -225,6 +255,8 @@ const char* FamilyName(FamilyKind f) {
       return "BERT";
     case FamilyKind::kDecoder:
       return "decoder";
+    case FamilyKind::kModernBert:
+      return "ModernBERT";
   }
   return "?";
 }
@@ -250,8 +282,9 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
     return Status::InvalidArgument(
         spec.config_path + ": architecture \"" + arch +
         "\" is not supported (supported: BERT, RoBERTa, XLM-RoBERTa, CamemBERT, DistilBERT and "
-        "MPNet encoders and their *ForSequenceClassification cross-encoders; Qwen3, Qwen2, "
-        "Mistral and Llama decoders; Qwen3-Reranker)");
+        "MPNet encoders and their *ForSequenceClassification cross-encoders; ModernBERT "
+        "encoders and cross-encoders; Qwen3, Qwen2, Mistral, Llama and Gemma 3 decoders; "
+        "Qwen3-Reranker)");
   }
   ORCHID_ASSIGN_OR_RETURN(SentenceTransformersConfig st, ReadSentenceTransformersConfig(dir));
   if (!std::filesystem::exists(spec.weights_path, ec)) {
@@ -265,6 +298,8 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
   spec.info.default_normalize = st.normalize;
   if (kind.family == FamilyKind::kDecoder) {
     ORCHID_RETURN_IF_ERROR(DescribeDecoder(kind, model_type, st, &spec));
+  } else if (kind.family == FamilyKind::kModernBert) {
+    ORCHID_RETURN_IF_ERROR(DescribeModernBert(kind, config, st, &spec));
   } else {
     ORCHID_RETURN_IF_ERROR(DescribeBert(kind, config, st, &spec));
   }
@@ -302,6 +337,9 @@ Status CheckBackend(const ModelSpec& spec, BackendKind backend) {
     return refuse(std::string("its pooling kernel has no ") + PoolingName(pooling) + " pooling");
   }
   if (!spec.dense.empty()) return refuse("sentence-transformers Dense modules");
+  if (spec.family == FamilyKind::kModernBert) {
+    return refuse("ModernBERT's GeGLU and sliding-window attention");
+  }
   if (spec.family == FamilyKind::kDecoder && spec.decoder.gemma) {
     return refuse("Gemma 3's GeGLU, sliding-window attention and sublayer norms");
   }

@@ -9,9 +9,10 @@
 
 #include "core/status.h"
 #include "description/bert_config.h"
-#include "description/model_info.h"
-#include "description/sentence_transformers.h"
 #include "description/decoder_config.h"
+#include "description/model_info.h"
+#include "description/modernbert_config.h"
+#include "description/sentence_transformers.h"
 
 namespace orchid {
 
@@ -19,18 +20,20 @@ namespace orchid {
 enum class FamilyKind : uint8_t {
   kBert,  // post-LN encoders with absolute positions and exact GELU: BERT, RoBERTa, XLM-RoBERTa,
           // CamemBERT, DistilBERT, MPNet
-  kDecoder,  // Llama-style decoders (Qwen3, Qwen2, Mistral, Llama), causal or bidirectional
-             // (pre-RMSNorm, RoPE, grouped-query attention, SwiGLU)
+  kModernBert,  // ModernBERT encoders (pre-LN, rotary, global / sliding-window layers, GeGLU)
+  kDecoder,     // Llama-style decoders (Qwen3, Qwen2, Mistral, Llama), causal or bidirectional
+                // (pre-RMSNorm, RoPE, grouped-query attention, SwiGLU)
 };
 const char* FamilyName(FamilyKind f);
 
 // What maps the pooled vector to a scorer's logits (kNone for embedders).
 enum class HeadKind : uint8_t {
   kNone,
-  kBertPooler,         // BERT *ForSequenceClassification: classifier(tanh(pooler.dense(h)))
-  kRobertaClassifier,  // XLM-R / RoBERTa / MPNet: classifier.out_proj(tanh(classifier.dense(h)))
+  kBertPooler,            // BERT *ForSequenceClassification: classifier(tanh(pooler.dense(h)))
+  kRobertaClassifier,     // XLM-R / RoBERTa / MPNet: classifier.out_proj(tanh(classifier.dense(h)))
   kDistilBertClassifier,  // DistilBERT: classifier(relu(pre_classifier(h)))
-  kYesNoLogit,         // Qwen3-Reranker: logit(yes) - logit(no) from the output projection
+  kModernBertHead,        // ModernBERT: classifier(LayerNorm(gelu(head.dense(h))))
+  kYesNoLogit,            // Qwen3-Reranker: logit(yes) - logit(no) from the output projection
 };
 
 enum class BackendKind : uint8_t { kCpu, kCuda };
@@ -46,6 +49,7 @@ struct ModelSpec {
   // The family's hyper-parameters (only the one of `family` is filled in).
   BertConfig bert;  // position_offset set for XLM-R
   DecoderConfig decoder;
+  ModernBertConfig modernbert;
   // sentence-transformers Dense modules after pooling (embedders), in order.
   std::vector<DenseModule> dense;
   // kYesNoLogit: the answer tokens' ids.

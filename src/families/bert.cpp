@@ -120,12 +120,7 @@ Status Bert::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backe
   const Names& n = NamesOf(c_.layout);
   // The prefix is whatever precedes the word embeddings' name ("", "bert.", "roberta.", ...).
   const std::string anchor = "embeddings.word_embeddings.weight";
-  const std::optional<std::string> prefix = FindWeightPrefix(file, anchor);
-  if (!prefix) {
-    return Status::Corrupt(file.path() + ": no tensor named \"" + anchor +
-                           "\" (with or without a prefix); not a BERT-family checkpoint?");
-  }
-  const WeightReader r(file, *prefix);
+  ORCHID_ASSIGN_OR_RETURN(const WeightReader r, FamilyWeights(file, anchor, "BERT-family"));
   const int64_t H = c_.hidden_size, I = c_.intermediate_size;
   const float eps = c_.layer_norm_eps;
   Tensor t, g, beta;
@@ -267,9 +262,7 @@ Status Bert::Forward(ops::Backend& b) const {
 
 Result<std::unique_ptr<Family>> LoadBert(const ModelSpec& spec, const SafetensorsFile& file,
                                          ops::Backend& backend) {
-  auto f = std::make_unique<Bert>();
-  ORCHID_RETURN_IF_ERROR(f->Load(spec, file, backend));
-  return std::unique_ptr<Family>(std::move(f));
+  return LoadAs<Bert>(spec, file, backend);
 }
 
 }  // namespace orchid

@@ -79,12 +79,7 @@ Status Decoder::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Ba
     return Status::Internal("the decoder family has no head of this kind");
   }
   const std::string anchor = "embed_tokens.weight";
-  const std::optional<std::string> prefix = FindWeightPrefix(file, anchor);
-  if (!prefix) {
-    return Status::Corrupt(file.path() + ": no tensor named \"" + anchor +
-                           "\" (with or without a prefix); not a decoder checkpoint?");
-  }
-  const WeightReader r(file, *prefix);
+  ORCHID_ASSIGN_OR_RETURN(const WeightReader r, FamilyWeights(file, anchor, "decoder"));
   const int64_t H = c_.hidden_size, I = c_.intermediate_size, D = c_.head_dim;
   const int64_t Q = c_.q_size(), KV = c_.kv_size();
   const float eps = c_.rms_norm_eps;
@@ -263,9 +258,7 @@ Status Decoder::Forward(ops::Backend& b) const {
 
 Result<std::unique_ptr<Family>> LoadDecoder(const ModelSpec& spec, const SafetensorsFile& file,
                                             ops::Backend& backend) {
-  auto f = std::make_unique<Decoder>();
-  ORCHID_RETURN_IF_ERROR(f->Load(spec, file, backend));
-  return std::unique_ptr<Family>(std::move(f));
+  return LoadAs<Decoder>(spec, file, backend);
 }
 
 }  // namespace orchid

@@ -4,6 +4,16 @@
 
 namespace orchid {
 
+Result<WeightReader> FamilyWeights(const SafetensorsFile& file, const std::string& anchor,
+                                   const char* family) {
+  const std::optional<std::string> prefix = FindWeightPrefix(file, anchor);
+  if (!prefix) {
+    return Status::Corrupt(file.path() + ": no tensor named \"" + anchor +
+                           "\" (with or without a prefix); not a " + family + " checkpoint?");
+  }
+  return WeightReader(file, *prefix);
+}
+
 Result<std::unique_ptr<Family>> LoadFamily(const ModelSpec& spec, ops::Backend& backend) {
   ORCHID_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file,
                           SafetensorsFile::Open(spec.weights_path));
@@ -12,6 +22,8 @@ Result<std::unique_ptr<Family>> LoadFamily(const ModelSpec& spec, ops::Backend& 
       return LoadBert(spec, *file, backend);
     case FamilyKind::kDecoder:
       return LoadDecoder(spec, *file, backend);
+    case FamilyKind::kModernBert:
+      return LoadModernBert(spec, *file, backend);
   }
   return Status::Internal("unknown family");
 }

@@ -2,15 +2,33 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "checkpoint/safetensors.h"
+#include "checkpoint/weight_reader.h"
 #include "families/family.h"
 
 namespace orchid {
 
+// The reader of a family's tensors under whatever prefix precedes `anchor` ("", "bert.",
+// "model.", ...); kCorrupt naming the file and the family when no tensor ends in `anchor`.
+Result<WeightReader> FamilyWeights(const SafetensorsFile& file, const std::string& anchor,
+                                   const char* family);
+
+// A family F (with Status F::Load(spec, file, backend)) loaded onto the backend.
+template <class F>
+Result<std::unique_ptr<Family>> LoadAs(const ModelSpec& spec, const SafetensorsFile& file,
+                                       ops::Backend& backend) {
+  auto f = std::make_unique<F>();
+  ORCHID_RETURN_IF_ERROR(f->Load(spec, file, backend));
+  return std::unique_ptr<Family>(std::move(f));
+}
+
 Result<std::unique_ptr<Family>> LoadBert(const ModelSpec& spec, const SafetensorsFile& file,
                                          ops::Backend& backend);
+Result<std::unique_ptr<Family>> LoadModernBert(const ModelSpec& spec, const SafetensorsFile& file,
+                                               ops::Backend& backend);
 Result<std::unique_ptr<Family>> LoadDecoder(const ModelSpec& spec, const SafetensorsFile& file,
-                                          ops::Backend& backend);
+                                            ops::Backend& backend);
 
 }  // namespace orchid

@@ -79,10 +79,10 @@ enum class Epilogue : uint8_t {
   kResidualAdd,  // out += in W^T + b (out is a residual stream; backends may fuse the add
                  // into the GEMM or into the norm that follows)
 };
-enum class Activation : uint8_t { kTanh, kRelu };
-// The gate of a gated MLP: silu (SwiGLU: Llama, Qwen) or GELU's tanh approximation (GeGLU:
-// Gemma's gelu_pytorch_tanh).
-enum class Gate : uint8_t { kSilu, kGeluTanh };
+enum class Activation : uint8_t { kTanh, kRelu, kGelu /* exact */ };
+// The gate of a gated MLP: silu (SwiGLU: Llama, Qwen), GELU's tanh approximation (GeGLU:
+// Gemma's gelu_pytorch_tanh) or exact GELU (GeGLU: ModernBERT).
+enum class Gate : uint8_t { kSilu, kGeluTanh, kGelu };
 
 // out[t] = norm(word[id] + position[pos + position_offset] + type[type_id]): the batch's token
 // ids, positions and token types. position, type and norm are optional.

@@ -248,9 +248,11 @@ TEST(RecordingBackendTest, EachFamilyIssuesTheSameOpsInsideItsArenaForOneBucket)
       // Every layer attends once; the pass ends by writing the output rows.
       size_t attention = 0;
       for (const std::string& op : ops) attention += op.rfind("Attention", 0) == 0;
-      EXPECT_EQ(attention,
-                size_t(spec->family == FamilyKind::kBert ? spec->bert.num_hidden_layers
-                                                         : spec->decoder.num_hidden_layers));
+      const int layers = spec->family == FamilyKind::kBert ? spec->bert.num_hidden_layers
+                         : spec->family == FamilyKind::kModernBert
+                             ? spec->modernbert.num_hidden_layers
+                             : spec->decoder.num_hidden_layers;
+      EXPECT_EQ(attention, size_t(layers));
       const std::string out = b.decl((*family)->output()).name;
       EXPECT_NE(ops.back().find(" " + out + "["), std::string::npos) << ops.back();
     }

@@ -28,7 +28,8 @@ NO_KERNELS = ("gateway", "worker", "rpc")
 FAMILY_WORDS = re.compile(
     r'"[^"]*(attention\.self|encoder\.layer|embed_tokens|word_embeddings|q_proj|k_proj|'
     r'gate_proj|up_proj|down_proj|input_layernorm|lm_head|pooler\.dense|classifier\.|q_lin|'
-    r'sa_layer_norm|attention\.attn\.|relative_attention_bias|pre_classifier)[^"]*"'
+    r'sa_layer_norm|attention\.attn\.|relative_attention_bias|pre_classifier|tok_embeddings|'
+    r'Wqkv|mlp\.Wi)[^"]*"'
     r'|\b(BertConfig|DecoderConfig|ForwardBert|ForwardQwen3|LoadBert|LoadDecoder)\b')
 
 

@@ -286,6 +286,16 @@ TEST(ModelFamiliesTest, Gemma3EmbedderWithDenseModules) {
   EXPECT_TRUE(engine->info().default_normalize);
 }
 
+// ModernBERT: pre-LN, rotary, a global layer then two sliding-window local ones (window 16: the
+// longer sequences are cut), GeGLU; an embedder and a cross-encoder whose head mean-pools.
+TEST(ModelFamiliesTest, ModernBertEmbedder) {
+  CheckModel("modernbert-embed", ModelTask::kEmbed, Pooling::kMean, false);
+}
+
+TEST(ModelFamiliesTest, ModernBertCrossEncoderWithMeanPooledHead) {
+  CheckModel("modernbert-cross-encoder", ModelTask::kScore, Pooling::kMean, false);
+}
+
 // --dtype bfloat16 on every family: looser bounds, the same code paths otherwise. Random
 // weights spread activations more evenly than trained ones do, so these are close to the
 // worst case for bfloat16's 8-bit mantissa.
@@ -305,6 +315,7 @@ TEST(ModelFamiliesTest, Bfloat16LinearLayersStayClose) {
   CheckModel("mpnet-embed", ModelTask::kEmbed, Pooling::kMean, false, t, bf16);
   CheckModel("mpnet-cross-encoder", ModelTask::kScore, Pooling::kCls, false, t, bf16);
   CheckModel("gemma3-embed", ModelTask::kEmbed, Pooling::kMean, false, t, bf16);
+  CheckModel("modernbert-embed", ModelTask::kEmbed, Pooling::kMean, false, t, bf16);
 }
 
 // --gemm blas on every family: OpenBLAS for the linear layers and attention, same fp32 bar.

@@ -6,6 +6,7 @@
 
 #include "backends/cpu/attention.h"
 #include "backends/cpu/embedding.h"
+#include "backends/cpu/gelu.h"
 #include "backends/cpu/l2_normalize.h"
 #include "backends/cpu/layer_norm.h"
 #include "backends/cpu/pooling.h"
@@ -192,10 +193,17 @@ Status CpuBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::Atte
 }
 
 Status CpuBackend::DoGlu(ops::Buffer gate_up, ops::Buffer out, ops::Gate gate) {
-  if (gate == ops::Gate::kSilu) {
-    orchid::SwiGlu(pool_, data(gate_up), rows(gate_up), decl(out).width, mut(out));
-  } else {
-    GeluTanhGlu(pool_, data(gate_up), rows(gate_up), decl(out).width, mut(out));
+  const int n = rows(gate_up), width = decl(out).width;
+  switch (gate) {
+    case ops::Gate::kSilu:
+      orchid::SwiGlu(pool_, data(gate_up), n, width, mut(out));
+      break;
+    case ops::Gate::kGeluTanh:
+      GeluTanhGlu(pool_, data(gate_up), n, width, mut(out));
+      break;
+    case ops::Gate::kGelu:
+      GeluGlu(pool_, data(gate_up), n, width, mut(out));
+      break;
   }
   return Status::Ok();
 }
@@ -218,6 +226,8 @@ Status CpuBackend::DoActivate(ops::Buffer x, ops::Activation a) {
   const size_t n = size_t(rows(x)) * size_t(decl(x).width);
   if (a == ops::Activation::kTanh) {
     for (size_t i = 0; i < n; ++i) v[i] = std::tanh(v[i]);
+  } else if (a == ops::Activation::kGelu) {
+    Gelu(nullptr, v, n);
   } else {
     for (size_t i = 0; i < n; ++i) v[i] = std::max(v[i], 0.0f);
   }

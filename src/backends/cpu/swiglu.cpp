@@ -38,6 +38,13 @@ void GeluTanhGluRow(const float* g, const float* u, int dim, float* o) {
   }
 }
 
+void GeluGluRow(const float* g, const float* u, int dim, float* o) {
+  for (int i = 0; i < dim; ++i) {
+    const float x = g[i];
+    o[i] = 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)) * u[i];
+  }
+}
+
 void RunRows(ThreadPool* pool, const float* gate_up, int rows, int dim, float* out,
              void (*row)(const float*, const float*, int, float*)) {
   const int64_t grain = std::max<int64_t>(4, rows / (4 * PoolSize(pool)));
@@ -61,6 +68,10 @@ void SwiGlu(ThreadPool* pool, const float* gate_up, int rows, int dim, float* ou
 
 void GeluTanhGlu(ThreadPool* pool, const float* gate_up, int rows, int dim, float* out) {
   RunRows(pool, gate_up, rows, dim, out, GeluTanhGluRow);
+}
+
+void GeluGlu(ThreadPool* pool, const float* gate_up, int rows, int dim, float* out) {
+  RunRows(pool, gate_up, rows, dim, out, GeluGluRow);
 }
 
 }  // namespace orchid

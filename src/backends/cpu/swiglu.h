@@ -13,4 +13,7 @@ void SwiGlu(ThreadPool* pool, const float* gate_up, int rows, int dim, float* ou
 // out = gelu_tanh(gate) * up, gelu_tanh(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 void GeluTanhGlu(ThreadPool* pool, const float* gate_up, int rows, int dim, float* out);
 
+// GeGLU with exact GELU (ModernBERT): out = gelu(gate) * up, gelu(x) = x/2 (1 + erf(x / sqrt 2)).
+void GeluGlu(ThreadPool* pool, const float* gate_up, int rows, int dim, float* out);
+
 }  // namespace orchid

@@ -428,7 +428,7 @@ Status CudaBackend::DoNormalize(ops::Buffer x) {
 }
 
 Status CudaBackend::DoGlu(ops::Buffer gate_up, ops::Buffer out, ops::Gate gate) {
-  if (gate != ops::Gate::kSilu) return Unsupported("a GeGLU (gelu_pytorch_tanh) gate");
+  if (gate != ops::Gate::kSilu) return Unsupported("a GeGLU gate");
   if (!is_bf16(gate_up) || !is_bf16(out)) return Unsupported("SwiGlu on bf16 buffers only");
   ORCHID_RETURN_IF_ERROR(Touch(gate_up));
   ORCHID_RETURN_IF_ERROR(Touch(out));
@@ -443,6 +443,11 @@ Status CudaBackend::DoActivate(ops::Buffer x, ops::Activation a) {
   if (planning_) return Status::Ok();
   if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
   const bool relu = a == ops::Activation::kRelu;
+  if (a == ops::Activation::kGelu) {
+    ORCHID_CUDA_TRY(is_bf16(x) ? GeluErf(bf(x), rows(x), decl(x).width, stream_)
+                               : GeluErf(f32(x), rows(x), decl(x).width, stream_));
+    return Status::Ok();
+  }
   if (is_bf16(x)) {
     ORCHID_CUDA_TRY(relu ? Relu(bf(x), rows(x), decl(x).width, stream_)
                          : Tanh(bf(x), rows(x), decl(x).width, stream_));
