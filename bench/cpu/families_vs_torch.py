@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Issue 6's CPU benchmark: orchid's CPU engine vs Hugging Face transformers on PyTorch (fp32,
-SDPA, the same thread count), same machine, same run, for full-size random-weight models:
+SDPA where transformers has it, else eager (MPNet), the same thread count), same machine, same
+run, for full-size random-weight models:
 
   qwen3-0.6b-causal   Qwen3-0.6B's shape (28 layers, hidden 1024, 16 q / 8 kv heads of 128,
                       SwiGLU 3072, vocab 151936), causal, last-token pooling + L2
@@ -137,7 +138,11 @@ def torch_model(name, d, dtype="float32"):
     from transformers import AutoModel, AutoModelForSequenceClassification
     _, pooling, normalize, kind, bidir = MODELS[name]
     cls = AutoModelForSequenceClassification if kind == "score" else AutoModel
-    model = cls.from_pretrained(d, dtype=getattr(torch, dtype), attn_implementation="sdpa").eval()
+    try:
+        model = cls.from_pretrained(d, dtype=getattr(torch, dtype), attn_implementation="sdpa").eval()
+    except ValueError:  # no SDPA path in transformers for this architecture (MPNet): eager
+        print(f"{name}: transformers has no SDPA attention for it; PyTorch runs eager attention")
+        model = cls.from_pretrained(d, dtype=getattr(torch, dtype), attn_implementation="eager").eval()
     kwargs = {}
     if bidir:  # as pplx-embed's modelling code: no causal mask
         for layer in model.layers:

@@ -41,6 +41,11 @@ Status WeightReader::ReadNorm(const std::string& base, int64_t dim, Tensor* gamm
   return Status::Ok();
 }
 
+Status WeightReader::ReadNormUnprefixed(const std::string& base, int64_t dim, Tensor* gamma,
+                                        Tensor* beta) const {
+  return WeightReader(file_, "").ReadNorm(base, dim, gamma, beta);
+}
+
 std::optional<std::string> FindWeightPrefix(const SafetensorsFile& file,
                                             const std::string& anchor) {
   std::optional<std::string> best;

@@ -28,6 +28,9 @@ class WeightReader {
 
   // LayerNorm parameters: "weight"/"bias", or the older "gamma"/"beta".
   Status ReadNorm(const std::string& base, int64_t dim, Tensor* gamma, Tensor* beta) const;
+  // The same without the prefix.
+  Status ReadNormUnprefixed(const std::string& base, int64_t dim, Tensor* gamma,
+                            Tensor* beta) const;
 
  private:
   const SafetensorsFile& file_;

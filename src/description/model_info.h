@@ -71,6 +71,10 @@ struct ModelInfo {
   ScoreActivation score_activation = ScoreActivation::kSigmoid;
   PairFormat pair_format = PairFormat::kTokenizerPair;
   NativeQuantization native_quantization = NativeQuantization::kNone;
+  // SPLADE (sentence-transformers' SpladePooling over a masked-LM head): each output row is
+  // vocab_size sparse term weights, max over the tokens of log(1 + relu(MLM logit)); served by
+  // /embed_sparse, refused by the dense embedding routes.
+  bool sparse = false;
 
   // Width of the rows the engine returns: hidden_size for embedders, num_labels for scorers.
   int output_dim() const {

@@ -303,8 +303,24 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
   } else {
     ORCHID_RETURN_IF_ERROR(DescribeBert(kind, config, st, &spec));
   }
+  if (st.splade_log1p > 0) {
+    // SPLADE: the masked-LM head's logits over the vocabulary.
+    if (spec.family != FamilyKind::kBert || spec.info.task != ModelTask::kEmbed ||
+        (arch != "BertForMaskedLM" && arch != "DistilBertForMaskedLM")) {
+      return Status::InvalidArgument(dir +
+                                     ": SpladePooling needs a BertForMaskedLM or "
+                                     "DistilBertForMaskedLM checkpoint, not " +
+                                     arch);
+    }
+    spec.head = HeadKind::kSpladeMlm;
+    spec.splade_log1p = st.splade_log1p;
+    spec.info.sparse = true;
+    spec.info.embedding_dim = spec.info.vocab_size;
+    spec.info.default_pooling = Pooling::kMax;
+    spec.info.default_normalize = false;
+  }
   if (!st.dense.empty()) {
-    if (spec.info.task != ModelTask::kEmbed) {
+    if (spec.info.task != ModelTask::kEmbed || spec.info.sparse) {
       return Status::Corrupt(dir + ": sentence-transformers Dense modules on a scorer");
     }
     if (st.dense.front().in_features != spec.info.hidden_size) {
@@ -337,6 +353,7 @@ Status CheckBackend(const ModelSpec& spec, BackendKind backend) {
     return refuse(std::string("its pooling kernel has no ") + PoolingName(pooling) + " pooling");
   }
   if (!spec.dense.empty()) return refuse("sentence-transformers Dense modules");
+  if (spec.info.sparse) return refuse("SPLADE's vocabulary max-pooling");
   if (spec.family == FamilyKind::kModernBert) {
     return refuse("ModernBERT's GeGLU and sliding-window attention");
   }

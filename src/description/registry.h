@@ -33,6 +33,7 @@ enum class HeadKind : uint8_t {
   kRobertaClassifier,     // XLM-R / RoBERTa / MPNet: classifier.out_proj(tanh(classifier.dense(h)))
   kDistilBertClassifier,  // DistilBERT: classifier(relu(pre_classifier(h)))
   kModernBertHead,        // ModernBERT: classifier(LayerNorm(gelu(head.dense(h))))
+  kSpladeMlm,             // SPLADE: the masked-LM head on every token, max-pooled, log1p(relu)
   kYesNoLogit,            // Qwen3-Reranker: logit(yes) - logit(no) from the output projection
 };
 
@@ -52,6 +53,8 @@ struct ModelSpec {
   ModernBertConfig modernbert;
   // sentence-transformers Dense modules after pooling (embedders), in order.
   std::vector<DenseModule> dense;
+  // kSpladeMlm: log1p applications after the max (SentenceTransformersConfig::splade_log1p).
+  int splade_log1p = 0;
   // kYesNoLogit: the answer tokens' ids.
   int32_t yes_token = -1;
   int32_t no_token = -1;

@@ -89,7 +89,30 @@ Result<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::str
     std::string_view type, path;
     if (m["type"].get_string().get(type)) return Status::Corrupt(where + ": missing \"type\"");
     if (m["path"].get_string().get(path)) path = "";
-    if (EndsWith(type, ".Transformer")) continue;
+    // A sparse encoder's MLMTransformer is the transformer with its masked-LM head.
+    if (EndsWith(type, ".Transformer") || EndsWith(type, ".MLMTransformer")) continue;
+    if (EndsWith(type, ".SpladePooling")) {
+      if (have_pooling) return Status::Corrupt(where + ": a second pooling module");
+      have_pooling = true;
+      if (path.empty() || path.find("..") != std::string_view::npos || path.front() == '/') {
+        return Status::Corrupt(where + ": bad SpladePooling \"path\" \"" + std::string(path) +
+                               "\"");
+      }
+      ORCHID_ASSIGN_OR_RETURN(JsonFile f,
+                              JsonFile::Read(dir + "/" + std::string(path) + "/config.json"));
+      ORCHID_ASSIGN_OR_RETURN(std::string strategy, f.String("pooling_strategy", "max"));
+      if (strategy != "max") {
+        return f.FieldError("pooling_strategy",
+                            "is \"" + strategy + "\"; only \"max\" is supported");
+      }
+      ORCHID_ASSIGN_OR_RETURN(std::string act, f.String("activation_function", "relu"));
+      if (act != "relu" && act != "log1p_relu") {
+        return f.FieldError("activation_function", "must be \"relu\" or \"log1p_relu\"");
+      }
+      c.splade_log1p = act == "relu" ? 1 : 2;
+      c.pooling = Pooling::kMax;
+      continue;
+    }
     if (EndsWith(type, ".Normalize")) {
       c.normalize = true;
       continue;

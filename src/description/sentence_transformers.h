@@ -28,6 +28,9 @@ struct SentenceTransformersConfig {
   int max_seq_length = 0;            // 0: not given
   int word_embedding_dimension = 0;  // from the pooling config; 0: not given
   std::vector<DenseModule> dense;    // after pooling, in order, before Normalize
+  // SpladePooling (sparse encoders): max pooling of log(1 + relu(x)), log1p applied this many
+  // times (activation_function "relu": 1, "log1p_relu": 2); 0: no SpladePooling.
+  int splade_log1p = 0;
 };
 
 // Reads DIR's sentence-transformers files. Absent files give the defaults above (mean pooling,

@@ -49,12 +49,15 @@ class Bert final : public Family {
   ops::EmbedOp embed_;
   std::vector<Layer> layers_;
   ops::LinearWeight head_dense_, head_out_;
+  // SPLADE: the masked-LM head (transform dense + GELU + LayerNorm, decoder over the vocabulary).
+  ops::NormWeight mlm_norm_;
+  int splade_log1p_ = 0;
   EmbeddingHead embedding_;
   ops::Activation head_activation_ = ops::Activation::kTanh;
   ops::AttentionOptions attention_;
   Buffer qkv_;
   Activations all_, pooled_;
-  Buffer pooled_vec_, head_hidden_;
+  Buffer pooled_vec_, head_hidden_, mlm_;
 };
 
 // Where each variant keeps its tensors (relative to the checkpoint's prefix).
@@ -178,7 +181,34 @@ Status Bert::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backe
   // DistilBERT), then [num_labels, H].
   const int64_t L = c_.num_labels;
   const ops::LinearOptions full{.full_precision = true};
-  if (head_ != HeadKind::kNone) {
+  if (head_ == HeadKind::kSpladeMlm) {
+    // The masked-LM head: transform (dense + GELU + LayerNorm), then the decoder over the
+    // vocabulary, tied to the word embeddings unless the checkpoint has its own.
+    const bool distil = c_.layout == BertConfig::Layout::kDistilBert;
+    const std::string transform = distil ? "vocab_transform" : "cls.predictions.transform.dense";
+    const std::string norm = distil ? "vocab_layer_norm" : "cls.predictions.transform.LayerNorm";
+    const std::string decoder = distil ? "vocab_projector" : "cls.predictions.decoder";
+    const std::string bias_name = distil ? "vocab_projector.bias"
+                                  : file.Find("cls.predictions.bias") != nullptr
+                                      ? "cls.predictions.bias"
+                                      : "cls.predictions.decoder.bias";
+    const int64_t V = c_.vocab_size;
+    Tensor w, wb, dec, db;
+    ORCHID_ASSIGN_OR_RETURN(w, r.ReadUnprefixed(transform + ".weight", {H, H}));
+    ORCHID_ASSIGN_OR_RETURN(wb, r.ReadUnprefixed(transform + ".bias", {H}));
+    ORCHID_ASSIGN_OR_RETURN(head_dense_, b.AddLinear(w, &wb));
+    Tensor g2, beta2;
+    ORCHID_RETURN_IF_ERROR(r.ReadNormUnprefixed(norm, H, &g2, &beta2));
+    ORCHID_ASSIGN_OR_RETURN(mlm_norm_, b.AddNorm(ops::NormKind::kLayerNorm, g2, &beta2, eps));
+    if (file.Find(decoder + ".weight") != nullptr) {
+      ORCHID_ASSIGN_OR_RETURN(dec, r.ReadUnprefixed(decoder + ".weight", {V, H}));
+    } else {
+      ORCHID_ASSIGN_OR_RETURN(dec, r.Read(anchor, {V, H}));
+    }
+    ORCHID_ASSIGN_OR_RETURN(db, r.ReadUnprefixed(bias_name, {V}));
+    ORCHID_ASSIGN_OR_RETURN(head_out_, b.AddLinear(dec, &db));
+    splade_log1p_ = spec.splade_log1p;
+  } else if (head_ != HeadKind::kNone) {
     const char *dense = nullptr, *out = nullptr;
     bool prefixed = false;  // BERT's pooler sits under the model's prefix
     switch (head_) {
@@ -222,6 +252,9 @@ Status Bert::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backe
   if (head_ == HeadKind::kNone) {
     ORCHID_RETURN_IF_ERROR(embedding_.Load(spec, b));
     output_ = embedding_.output();
+  } else if (head_ == HeadKind::kSpladeMlm) {
+    mlm_ = b.AddBuffer("mlm", Rows::kTokens, int(H));
+    output_ = b.AddBuffer("terms", Rows::kSequences, c_.vocab_size, Precision::kAccumulator);
   } else {
     pooled_vec_ = b.AddBuffer("pooled", Rows::kSequences, int(H), Precision::kAccumulator);
     head_hidden_ = b.AddBuffer("head", Rows::kSequences, int(H), Precision::kAccumulator);
@@ -252,6 +285,17 @@ Status Bert::Forward(ops::Backend& b) const {
     ORCHID_RETURN_IF_ERROR(b.Norm(a->x, l.out_norm, a->x));
   }
   if (head_ == HeadKind::kNone) return embedding_.Forward(b, a->x);
+  if (head_ == HeadKind::kSpladeMlm) {
+    // SPLADE: max over the tokens of the MLM logits, then log1p(relu) (monotonic: the same as
+    // the max of log1p(relu) of every logit, without a [tokens, vocabulary] buffer).
+    ORCHID_RETURN_IF_ERROR(b.Linear(a->x, head_dense_, mlm_, Epilogue::kGelu));
+    ORCHID_RETURN_IF_ERROR(b.Norm(mlm_, mlm_norm_, mlm_));
+    ORCHID_RETURN_IF_ERROR(b.VocabMaxPool(mlm_, head_out_, output_));
+    for (int i = 0; i < splade_log1p_; ++i) {
+      ORCHID_RETURN_IF_ERROR(b.Activate(output_, ops::Activation::kLog1pRelu));
+    }
+    return Status::Ok();
+  }
   ORCHID_RETURN_IF_ERROR(b.Pool(a->x, pooled_vec_, false));
   ORCHID_RETURN_IF_ERROR(b.Linear(pooled_vec_, head_dense_, head_hidden_));
   ORCHID_RETURN_IF_ERROR(b.Activate(head_hidden_, head_activation_));

@@ -86,4 +86,21 @@ std::string WriteTeiEmbedResponse(const EmbeddingMatrix& m) {
   return out;
 }
 
+std::string WriteTeiSparseResponse(const EmbeddingMatrix& m) {
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginArray();
+  for (int i = 0; i < m.rows; ++i) {
+    w.BeginArray();
+    const float* row = m.row(i);
+    for (int j = 0; j < m.dim; ++j) {
+      if (row[j] == 0.0f) continue;
+      w.BeginObject().Key("index").Int(j).Key("value").Float(row[j]).EndObject();
+    }
+    w.EndArray();
+  }
+  w.EndArray();
+  return out;
+}
+
 }  // namespace orchid

@@ -36,5 +36,8 @@ inline std::string WriteOpenAiEmbeddingsResponse(const EmbeddingMatrix& m, Encod
 
 // TEI /embed: [[floats], ...]
 std::string WriteTeiEmbedResponse(const EmbeddingMatrix& m);
+// TEI's POST /embed_sparse: per input, its non-zero entries [{"index": i, "value": v}, ...] in
+// index order.
+std::string WriteTeiSparseResponse(const EmbeddingMatrix& m);
 
 }  // namespace orchid

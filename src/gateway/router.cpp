@@ -33,12 +33,12 @@ struct RouteEntry {
   std::string_view method;
 };
 constexpr RouteEntry kRoutes[] = {
-    {"/v1/embeddings", "POST"}, {"/embeddings", "POST"}, {"/embed", "POST"},
-    {"/v1/models", "GET"},      {"/health", "GET"},      {"/metrics", "GET"},
-    {"/tokenize", "POST"},      {"/decode", "POST"},     {"/rerank", "POST"},
-    {"/v1/rerank", "POST"},     {"/v1/score", "POST"},   {"/score", "POST"},
-    {"/info", "GET"},           {"/similarity", "POST"}, {"/predict", "POST"},
-    {"/openapi.json", "GET"},
+    {"/v1/embeddings", "POST"}, {"/embeddings", "POST"},  {"/embed", "POST"},
+    {"/embed_sparse", "POST"},  {"/v1/models", "GET"},    {"/health", "GET"},
+    {"/metrics", "GET"},        {"/tokenize", "POST"},    {"/decode", "POST"},
+    {"/rerank", "POST"},        {"/v1/rerank", "POST"},   {"/v1/score", "POST"},
+    {"/score", "POST"},         {"/info", "GET"},         {"/similarity", "POST"},
+    {"/predict", "POST"},       {"/openapi.json", "GET"},
 };
 
 std::string_view PathOf(std::string_view target) {
@@ -310,12 +310,13 @@ void Router::Route(HttpRequest request, const Reply& reply) {
   Scheduling client;
   client.cancellation = request.cancellation;
   if (auto err = ClientDeadline(request, &client.deadline)) {
-    const bool tei =
-        path == "/embed" || path == "/similarity" || path == "/predict" || path == "/rerank";
+    const bool tei = path == "/embed" || path == "/embed_sparse" || path == "/similarity" ||
+                     path == "/predict" || path == "/rerank";
     return reply(tei ? TeiErrorResponse(*err) : ErrorResponse(*err));
   }
   std::string body = std::move(request.body);
   if (path == "/embed") return TeiEmbed(std::move(body), client, reply);
+  if (path == "/embed_sparse") return TeiEmbedSparse(std::move(body), client, reply);
   if (path == "/similarity") return TeiSimilarity(std::move(body), client, reply);
   if (path == "/predict") return TeiPredict(std::move(body), client, reply);
   if (path == "/rerank") return Score(ScoreRoute::kTei, std::move(body), client, reply);
@@ -414,17 +415,23 @@ void Router::Score(ScoreRoute route, std::string body, const Scheduling& client,
 // OpenAI's (and TEI's max_client_batch_size) limit on the inputs of one embeddings request.
 static std::optional<ApiError> TooManyInputs(const EmbeddingsRequest& request) {
   if (request.num_inputs() <= Router::kMaxClientBatchSize) return std::nullopt;
-  ApiError e = ApiError::InvalidRequest(
-      "input has " + std::to_string(request.num_inputs()) + " entries, more than the limit of " +
-          std::to_string(Router::kMaxClientBatchSize) +
-          " per request; split it into smaller requests",
-      "input", "too_many_inputs");
+  ApiError e = ApiError::InvalidRequest("input has " + std::to_string(request.num_inputs()) +
+                                            " entries, more than the limit of " +
+                                            std::to_string(Router::kMaxClientBatchSize) +
+                                            " per request; split it into smaller requests",
+                                        "input", "too_many_inputs");
   e.http_status = 413;
   return e;
 }
 
 // Embedding routes refuse scorer models (their rows are logits, not embeddings).
 static std::optional<ApiError> NotAnEmbedder(const EmbeddingService& service) {
+  if (service.model_info().sparse) {
+    return ApiError::InvalidRequest("The model `" + service.model_name() +
+                                        "` is a sparse (SPLADE) model; its embeddings are "
+                                        "vocabulary-wide term weights. Use /embed_sparse for it.",
+                                    "model", "model_is_sparse");
+  }
   if (!service.is_scorer()) return std::nullopt;
   return ApiError::InvalidRequest(
       "The model `" + service.model_name() +
@@ -471,6 +478,30 @@ void Router::TeiEmbed(std::string body, const Scheduling& client, const Reply& r
     try {
       HttpResponse r;
       r.body = WriteTeiEmbedResponse(result.embeddings);
+      reply(std::move(r));
+    } catch (const std::exception& e) {
+      reply(InternalError(e));
+    }
+  });
+}
+
+void Router::TeiEmbedSparse(std::string body, const Scheduling& client, const Reply& reply) {
+  EmbeddingsRequest request;
+  if (auto err = ParseTeiEmbedRequest(body, &request)) return reply(TeiErrorResponse(*err));
+  AddClient(client, &request.scheduling);
+  if (auto e = TooManyInputs(request)) return reply(TeiErrorResponse(*e));
+  if (!service_->model_info().sparse) {
+    return reply(TeiErrorResponse(ApiError::InvalidRequest(
+        "The model `" + service_->model_name() +
+            "` is not a sparse (SPLADE) model; /embed_sparse needs one (use /embed)",
+        "model", "model_not_sparse")));
+  }
+  request.normalize = false;  // term weights, as sentence-transformers' SparseEncoder returns
+  service_->Embed(std::move(request), [reply](EmbeddingReply result) {
+    if (result.error) return reply(TeiErrorResponse(*result.error));
+    try {
+      HttpResponse r;
+      r.body = WriteTeiSparseResponse(result.embeddings);
       reply(std::move(r));
     } catch (const std::exception& e) {
       reply(InternalError(e));

@@ -107,6 +107,7 @@ class Router {
   // `client`: the deadline and cancellation of the HTTP request, for the engine's scheduler.
   void Embeddings(std::string body, const Scheduling& client, const Reply& reply);
   void TeiEmbed(std::string body, const Scheduling& client, const Reply& reply);
+  void TeiEmbedSparse(std::string body, const Scheduling& client, const Reply& reply);
   void TeiSimilarity(std::string body, const Scheduling& client, const Reply& reply);
   void TeiPredict(std::string body, const Scheduling& client, const Reply& reply);
   enum class ScoreRoute { kTei, kRerank, kScore };

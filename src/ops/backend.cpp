@@ -160,6 +160,16 @@ Status Backend::Add(Buffer in, Buffer out) {
   return DoAdd(in, out);
 }
 
+Status Backend::VocabMaxPool(Buffer hidden, LinearWeight w, Buffer out) {
+  const BufferDecl &h = decl(hidden), &o = decl(out);
+  ORCHID_CONTRACT(
+      h.rows == Rows::kTokens && h.width == w.k && o.rows == Rows::kSequences && o.width == w.n,
+      "VocabMaxPool",
+      Describe(h) + " x [" + std::to_string(w.n) + ", " + std::to_string(w.k) + "] -> " +
+          Describe(o));
+  return DoVocabMaxPool(hidden, w, out);
+}
+
 Status Backend::Normalize(Buffer x) {
   ORCHID_CONTRACT(decl(x).rows == Rows::kSequences, "Normalize",
                   Describe(decl(x)) + " is not [sequences, width]");

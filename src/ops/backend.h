@@ -79,7 +79,12 @@ enum class Epilogue : uint8_t {
   kResidualAdd,  // out += in W^T + b (out is a residual stream; backends may fuse the add
                  // into the GEMM or into the norm that follows)
 };
-enum class Activation : uint8_t { kTanh, kRelu, kGelu /* exact */ };
+enum class Activation : uint8_t {
+  kTanh,
+  kRelu,
+  kGelu /* exact */,
+  kLog1pRelu /* log(1 + max(x, 0)) */
+};
 // The gate of a gated MLP: silu (SwiGLU: Llama, Qwen), GELU's tanh approximation (GeGLU:
 // Gemma's gelu_pytorch_tanh) or exact GELU (GeGLU: ModernBERT).
 enum class Gate : uint8_t { kSilu, kGeluTanh, kGelu };
@@ -165,6 +170,10 @@ class Backend {
   // out (kSequences) = each sequence's pooled row of hidden (kTokens or kPooled) by the batch's
   // pooling modes, L2-normalised where the batch asks when `normalize`.
   Status Pool(Buffer hidden, Buffer out, bool normalize);
+  // out (kSequences, w.n wide) = for each sequence, the largest value over its rows of
+  // hidden (kTokens) W^T + b, per output column: a masked-LM head's logits max-pooled without
+  // a [tokens, vocabulary] buffer (SPLADE; log1p(relu) is monotonic, so it is applied after).
+  Status VocabMaxPool(Buffer hidden, LinearWeight w, Buffer out);
   // x (kSequences) L2-normalised where the batch asks: after sentence-transformers Dense
   // modules, which come between pooling and normalisation.
   Status Normalize(Buffer x);
@@ -187,6 +196,7 @@ class Backend {
   virtual Status DoGatherPooled(Buffer tokens, Buffer pooled) = 0;
   virtual Status DoPool(Buffer hidden, Buffer out, bool normalize) = 0;
   virtual Status DoNormalize(Buffer x) = 0;
+  virtual Status DoVocabMaxPool(Buffer hidden, LinearWeight w, Buffer out) = 0;
 
  private:
   Status Check(bool ok, const char* op, const std::string& what) const;

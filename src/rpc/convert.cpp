@@ -287,6 +287,7 @@ void ToProto(const WorkerModel& model, int max_batch_tokens, v1::InfoResponse* o
   for (const std::string& label : model.info.labels) out->add_labels(label);
   out->set_multi_label(model.info.multi_label);
   out->set_type_vocab_size(uint32_t(std::max(0, model.info.type_vocab_size)));
+  out->set_sparse(model.info.sparse);
   out->set_max_input_tokens(uint32_t(model.max_input_tokens));
   out->set_vocab_size(model.info.vocab_size);
   out->set_default_pooling(ToProto(model.info.default_pooling));
@@ -303,6 +304,7 @@ Result<WorkerModel> FromProto(const v1::InfoResponse& in) {
   m.info.hidden_size = in.hidden_size() != 0 ? int(in.hidden_size()) : int(in.dim());
   // Unknown (an older worker): assume token types, as before the field (the worker checks them).
   m.info.type_vocab_size = in.type_vocab_size() != 0 ? int(in.type_vocab_size()) : 2;
+  m.info.sparse = in.sparse();
   // An embedder whose output is narrower or wider than its transformer (Dense modules).
   if (in.task() != v1::MODEL_TASK_SCORE && int(in.dim()) != m.info.hidden_size) {
     m.info.embedding_dim = int(in.dim());

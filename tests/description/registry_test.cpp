@@ -83,6 +83,17 @@ TEST(RegistryTest, CudaRefusalNamesModelBackendAndReason) {
   EXPECT_NE(st.message().find("head_dim"), std::string::npos) << st.message();
 }
 
+// SPLADE: a BertForMaskedLM with SpladePooling is a sparse embedder of vocabulary width.
+TEST(RegistryTest, SpladeIsASparseEmbedderOfVocabularyWidth) {
+  auto spec = DescribeModel(kModels + "/splade-bert");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->head, HeadKind::kSpladeMlm);
+  EXPECT_TRUE(spec->info.sparse);
+  EXPECT_EQ(spec->info.output_dim(), spec->info.vocab_size);
+  EXPECT_EQ(spec->splade_log1p, 1);
+  EXPECT_EQ(CheckBackend(*spec, BackendKind::kCuda).code(), StatusCode::kUnimplemented);
+}
+
 // Gemma 3 and sentence-transformers Dense modules: refused on CUDA, naming what it lacks.
 TEST(RegistryTest, CudaRefusesGemma3AndDenseModules) {
   auto spec = DescribeModel(kModels + "/gemma3-embed");

@@ -75,6 +75,61 @@ def check_models(url):
                                        atol=1e-4, err_msg=f"{name} pair {i}")
 
 
+def check_sparse(url, dense_url=None):
+    """SPLADE through /embed_sparse: each input's non-zero terms, the reference's within 1e-4;
+    the dense routes refuse the model."""
+    name = "splade-bert"
+    with open(REFERENCE / f"{name}.json", encoding="utf-8") as f:
+        ref = json.load(f)["sequences"][:len(TEXTS)]
+    r = post(url, "/embed_sparse", {"inputs": TEXTS})
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert len(got) == len(TEXTS)
+    for i, (terms, want) in enumerate(zip(got, ref)):
+        indices = [t["index"] for t in terms]
+        assert indices == sorted(indices) and all(t["value"] > 0 for t in terms), terms
+        g = {t["index"]: t["value"] for t in terms}
+        w = {int(k): v for k, v in want["expected"]}
+        for k in set(g) | set(w):
+            assert abs(g.get(k, 0.0) - w.get(k, 0.0)) <= 1e-4, (i, k, g.get(k), w.get(k))
+    r = post(url, "/embed", {"inputs": "a"})
+    assert r.status_code == 400 and "/embed_sparse" in r.text, r.text
+    r = post(url, "/v1/embeddings", {"input": "a"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "model_is_sparse", r.text
+    if dense_url is not None:  # a dense model refuses /embed_sparse
+        r = post(dense_url, "/embed_sparse", {"inputs": "a"})
+        assert r.status_code == 400 and "not a sparse" in r.text, r.text
+
+
+def test_splade_embed_sparse_in_serve_and_behind_a_gateway(dirs):
+    from test_serving_api import _start_gateway, _start_worker
+
+    d = FIXTURES / "splade-bert"
+    server = OrchidServer(model=f"splade={d}")
+    try:
+        check_sparse(server.url)
+        info = requests.get(server.url + "/info", timeout=30).json()
+        assert info["model_id"] == "splade", info
+    finally:
+        assert server.stop() == 0, server.log_text()
+    worker, gateway = None, None
+    try:
+        worker = _start_worker(d)
+        gateway = _start_gateway("--model", str(d), "--backend", worker.address)
+        check_sparse(gateway.url)
+    finally:
+        if gateway is not None:
+            assert gateway.stop() == 0, gateway.log_text()
+        if worker is not None:
+            worker.stop()
+    dense = OrchidServer(model=f"mini={dirs['distilbert-embed']}")
+    try:
+        r = post(dense.url, "/embed_sparse", {"inputs": "a"})
+        assert r.status_code == 400 and "not a sparse" in r.text, r.text
+    finally:
+        assert dense.stop() == 0, dense.log_text()
+
+
 @pytest.fixture(scope="module")
 def dirs():
     out = {name: FIXTURES / name for name in MODELS}

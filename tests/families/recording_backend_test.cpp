@@ -126,6 +126,12 @@ class RecordingBackend final : public ops::Backend {
     Record("Add", {in, out}, "");
     return Status::Ok();
   }
+  Status DoVocabMaxPool(ops::Buffer hidden, ops::LinearWeight w, ops::Buffer out) override {
+    Read(hidden);
+    Write(out);
+    Record("VocabMaxPool", {hidden, out}, "w " + std::to_string(w.id));
+    return Status::Ok();
+  }
   Status DoNormalize(ops::Buffer x) override {
     Read(x);
     Write(x);

@@ -259,6 +259,7 @@ TEST_F(RouterTest, OpenApiDescribesEveryRoute) {
   EXPECT_EQ(std::string_view(doc["info"]["version"]), ORCHID_VERSION_STRING);
   const std::vector<std::pair<std::string, std::string>> routes = {
       {"/v1/embeddings", "post"}, {"/embeddings", "post"}, {"/embed", "post"},
+      {"/embed_sparse", "post"},
       {"/similarity", "post"},    {"/predict", "post"},    {"/rerank", "post"},
       {"/v1/rerank", "post"},     {"/v1/score", "post"},   {"/score", "post"},
       {"/tokenize", "post"},      {"/decode", "post"},     {"/v1/models", "get"},

@@ -296,6 +296,58 @@ TEST(ModelFamiliesTest, ModernBertCrossEncoderWithMeanPooledHead) {
   CheckModel("modernbert-cross-encoder", ModelTask::kScore, Pooling::kMean, false);
 }
 
+// SPLADE (BertForMaskedLM + sentence-transformers' SpladePooling): every vocabulary term's
+// weight, max over the tokens of log(1 + relu(MLM logit)), against transformers' logits through
+// sentence-transformers' own SpladePooling (the reference keeps the non-zero terms only).
+TEST(ModelFamiliesTest, SpladeTermWeights) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_FALSE(parser.load(kReference + "/splade-bert.json").get(doc));
+  auto engine = Load("splade-bert");
+  ASSERT_NE(engine, nullptr);
+  const ModelInfo& info = engine->info();
+  EXPECT_TRUE(info.sparse);
+  EXPECT_EQ(info.output_dim(), info.vocab_size);
+  EXPECT_EQ(info.default_pooling, Pooling::kMax);
+  RaggedBatch b;
+  std::vector<std::vector<int32_t>> ids, types;
+  std::vector<std::vector<float>> want;
+  size_t nonzero = 0;
+  for (auto s : doc["sequences"].get_array()) {
+    ids.emplace_back();
+    types.emplace_back();
+    for (auto v : s["ids"].get_array()) ids.back().push_back(int32_t(v.get_int64().value()));
+    for (auto v : s["type_ids"].get_array()) types.back().push_back(int32_t(v.get_int64().value()));
+    want.emplace_back(size_t(info.vocab_size), 0.0f);
+    for (auto term : s["expected"].get_array()) {
+      const int64_t index = term.at(0).get_int64().value();
+      want.back()[size_t(index)] = float(term.at(1).get_double().value());
+      ++nonzero;
+    }
+  }
+  ASSERT_GE(ids.size(), 10u);
+  EXPECT_GT(nonzero, 0u);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    b.Add(ids[i].data(), int(ids[i].size()), info.default_pooling, false, types[i].data());
+  }
+  Result<Embeddings> r = engine->Submit(std::move(b)).wait();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  double max_diff = 0;
+  size_t got_nonzero = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    for (int j = 0; j < info.vocab_size; ++j) {
+      const float g = r->row(int(i))[j];
+      EXPECT_GE(g, 0.0f);
+      got_nonzero += g > 1e-4f;
+      max_diff = std::max(max_diff, std::fabs(double(g) - want[i][size_t(j)]));
+    }
+  }
+  EXPECT_LE(max_diff, 1e-4);
+  EXPECT_LE(got_nonzero, nonzero);
+  std::printf("[ fidelity ] splade-bert (float32): max |term weight - reference| %.3g, %zu terms\n",
+              max_diff, nonzero);
+}
+
 // --dtype bfloat16 on every family: looser bounds, the same code paths otherwise. Random
 // weights spread activations more evenly than trained ones do, so these are close to the
 // worst case for bfloat16's 8-bit mantissa.

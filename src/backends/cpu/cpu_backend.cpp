@@ -216,6 +216,31 @@ Status CpuBackend::DoAdd(ops::Buffer in, ops::Buffer out) {
   return Status::Ok();
 }
 
+Status CpuBackend::DoVocabMaxPool(ops::Buffer hidden, ops::LinearWeight w, ops::Buffer out) {
+  // Each sequence's rows a block at a time through the linear layer into a [block, n] scratch,
+  // then folded into the sequence's running maximum.
+  constexpr int kBlock = 64;
+  const LinearLayer& l = linears_[size_t(w.id)];
+  const RaggedBatch& batch = *batch_;
+  const int K = w.k, N = w.n;
+  vocab_scratch_.Reserve(size_t(kBlock) * size_t(N));
+  float* scratch = vocab_scratch_.data();
+  for (int s = 0; s < batch.num_sequences(); ++s) {
+    float* o = mut(out) + size_t(s) * size_t(N);
+    std::fill(o, o + N, -INFINITY);
+    for (int t0 = batch.cu_seqlens[size_t(s)]; t0 < batch.cu_seqlens[size_t(s) + 1]; t0 += kBlock) {
+      const int n = std::min(kBlock, batch.cu_seqlens[size_t(s) + 1] - t0);
+      orchid::Linear(pool_, data(hidden) + size_t(t0) * size_t(K), n, K, l.weight,
+                     l.has_bias ? l.bias.data() : nullptr, scratch, N, LinearEpilogue::kNone);
+      for (int r = 0; r < n; ++r) {
+        const float* row = scratch + size_t(r) * size_t(N);
+        for (int j = 0; j < N; ++j) o[j] = std::max(o[j], row[j]);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 Status CpuBackend::DoNormalize(ops::Buffer x) {
   L2Normalize(mut(x), batch_->num_sequences(), decl(x).width, batch_->normalize.data());
   return Status::Ok();
@@ -228,6 +253,8 @@ Status CpuBackend::DoActivate(ops::Buffer x, ops::Activation a) {
     for (size_t i = 0; i < n; ++i) v[i] = std::tanh(v[i]);
   } else if (a == ops::Activation::kGelu) {
     Gelu(nullptr, v, n);
+  } else if (a == ops::Activation::kLog1pRelu) {
+    for (size_t i = 0; i < n; ++i) v[i] = std::log1p(std::max(v[i], 0.0f));
   } else {
     for (size_t i = 0; i < n; ++i) v[i] = std::max(v[i], 0.0f);
   }

@@ -53,6 +53,7 @@ class CpuBackend final : public ops::Backend {
   Status DoGatherPooled(ops::Buffer tokens, ops::Buffer pooled) override;
   Status DoPool(ops::Buffer hidden, ops::Buffer out, bool normalize) override;
   Status DoNormalize(ops::Buffer x) override;
+  Status DoVocabMaxPool(ops::Buffer hidden, ops::LinearWeight w, ops::Buffer out) override;
 
  private:
   struct LinearLayer {
@@ -83,7 +84,7 @@ class CpuBackend final : public ops::Backend {
   std::vector<int32_t> pooled_rows_;  // the token index of each pooled row
   std::vector<int32_t> pooled_cu_;    // [S + 1]: each sequence's pooled rows
   std::vector<int32_t> shifted_positions_;
-  Buffer<float> scores_, full_context_, relative_bias_;
+  Buffer<float> scores_, full_context_, relative_bias_, vocab_scratch_;
 };
 
 }  // namespace orchid

@@ -422,6 +422,13 @@ Status CudaBackend::DoAdd(ops::Buffer in, ops::Buffer out) {
   return Unsupported("Add (Gemma's norms after each sublayer)");
 }
 
+Status CudaBackend::DoVocabMaxPool(ops::Buffer hidden, ops::LinearWeight w, ops::Buffer out) {
+  (void)hidden;
+  (void)w;
+  (void)out;
+  return Unsupported("VocabMaxPool (SPLADE)");
+}
+
 Status CudaBackend::DoNormalize(ops::Buffer x) {
   (void)x;
   return Unsupported("Normalize after sentence-transformers Dense modules");
@@ -442,6 +449,7 @@ Status CudaBackend::DoActivate(ops::Buffer x, ops::Activation a) {
   ORCHID_RETURN_IF_ERROR(Touch(x));
   if (planning_) return Status::Ok();
   if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
+  if (a == ops::Activation::kLog1pRelu) return Unsupported("log1p(relu) (SPLADE)");
   const bool relu = a == ops::Activation::kRelu;
   if (a == ops::Activation::kGelu) {
     ORCHID_CUDA_TRY(is_bf16(x) ? GeluErf(bf(x), rows(x), decl(x).width, stream_)

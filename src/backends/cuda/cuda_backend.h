@@ -141,6 +141,7 @@ class CudaBackend final : public ops::Backend {
   Status DoGatherPooled(ops::Buffer tokens, ops::Buffer pooled) override;
   Status DoPool(ops::Buffer hidden, ops::Buffer out, bool normalize) override;
   Status DoNormalize(ops::Buffer x) override;
+  Status DoVocabMaxPool(ops::Buffer hidden, ops::LinearWeight w, ops::Buffer out) override;
 
  private:
   struct LinearLayer {
