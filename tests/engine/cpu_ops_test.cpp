@@ -704,6 +704,34 @@ TEST(CpuOpsTest, SwiGluGatesUp) {
   });
 }
 
+// GeGLU, both GELUs (Gemma's tanh form, ModernBERT's exact one), on every ISA, against the
+// formulas in double.
+TEST(CpuOpsTest, GeGluGatesUpWithEitherGelu) {
+  const int rows = 13, dim = 20;  // 20: two 8-wide vectors and a scalar tail
+  auto gu = Random(size_t(rows) * 2 * dim, 59, -6, 6);
+  gu[0] = -100.0f;  // tanh saturates: gelu_tanh(g) is -0
+  gu[1] = 100.0f;
+  ForEachIsa([&] {
+    ForEachPool([&](ThreadPool* pool) {
+      for (bool tanh_form : {true, false}) {
+        std::vector<float> out(size_t(rows) * dim);
+        (tanh_form ? GeluTanhGlu : GeluGlu)(pool, gu.data(), rows, dim, out.data());
+        for (int r = 0; r < rows; ++r) {
+          for (int i = 0; i < dim; ++i) {
+            const double g = gu[size_t(r) * 2 * dim + i], u = gu[size_t(r) * 2 * dim + dim + i];
+            const double gelu =
+                tanh_form ? 0.5 * g * (1 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)))
+                          : 0.5 * g * (1 + std::erf(g / std::sqrt(2.0)));
+            const double want = gelu * u;
+            ASSERT_NEAR(out[size_t(r) * dim + i], want, 2e-6 * std::max(1.0, std::abs(want)))
+                << "r=" << r << " i=" << i << (tanh_form ? " tanh" : " erf");
+          }
+        }
+      }
+    });
+  });
+}
+
 TEST(CpuOpsTest, PoolingOverCuSeqlens) {
   const std::vector<int32_t> cu = {0, 1, 4, 11};
   const int dim = 5;

@@ -1,7 +1,6 @@
 // Arbitrary bytes as the JSON files of a model directory: config.json (ReadBertConfig,
-// ReadDecoderConfig),
-// modules.json, the Pooling module's config.json and sentence_bert_config.json
-// (ReadSentenceTransformersConfig). The readers take paths, so each input is written into a
+// ReadDecoderConfig, ReadModernBertConfig), modules.json, the Pooling, Dense and SpladePooling
+// modules' config.json and sentence_bert_config.json (ReadSentenceTransformersConfig). The readers take paths, so each input is written into a
 // private temporary directory; they must return an error or a config, never crash.
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 
 #include "description/bert_config.h"
 #include "description/decoder_config.h"
+#include "description/modernbert_config.h"
 #include "description/sentence_transformers.h"
 
 namespace {
@@ -33,6 +33,15 @@ constexpr std::string_view kModules =
     R"([{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},)"
     R"({"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"},)"
     R"({"idx":2,"name":"2","path":"2_Normalize","type":"sentence_transformers.models.Normalize"}])";
+constexpr std::string_view kDenseModules =
+    R"([{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},)"
+    R"({"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"},)"
+    R"({"idx":2,"name":"2","path":"2_Dense","type":"sentence_transformers.models.Dense"}])";
+constexpr std::string_view kSpladeModules =
+    R"([{"idx":0,"name":"0","path":"","type":"sentence_transformers.sparse_encoder.models.)"
+    R"(MLMTransformer"},{"idx":1,"name":"1","path":"1_Pooling","type":)"
+    R"("sentence_transformers.sparse_encoder.models.SpladePooling"}])";
+constexpr std::string_view kMeanPooling = R"({"pooling_mode_mean_tokens":true})";
 
 }  // namespace
 
@@ -41,6 +50,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   if (mkdtemp(tmpl) == nullptr) std::abort();
   g_dir = tmpl;
   std::filesystem::create_directory(g_dir + "/1_Pooling");
+  std::filesystem::create_directory(g_dir + "/2_Dense");
   std::atexit([] { std::filesystem::remove_all(g_dir); });
   return 0;
 }
@@ -51,6 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Write(g_dir + "/config.json", bytes);
   (void)orchid::ReadBertConfig(g_dir + "/config.json").ok();
   (void)orchid::ReadDecoderConfig(g_dir + "/config.json").ok();
+  (void)orchid::ReadModernBertConfig(g_dir + "/config.json").ok();
 
   // The bytes as modules.json, with no other file present.
   Remove(g_dir + "/1_Pooling/config.json");
@@ -62,6 +73,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Write(g_dir + "/modules.json", kModules);
   Write(g_dir + "/1_Pooling/config.json", bytes);
   Write(g_dir + "/sentence_bert_config.json", bytes);
+  (void)orchid::ReadSentenceTransformersConfig(g_dir).ok();
+
+  // The bytes as a Dense module's config.json, and as SpladePooling's.
+  Remove(g_dir + "/sentence_bert_config.json");
+  Write(g_dir + "/1_Pooling/config.json", kMeanPooling);
+  Write(g_dir + "/modules.json", kDenseModules);
+  Write(g_dir + "/2_Dense/config.json", bytes);
+  (void)orchid::ReadSentenceTransformersConfig(g_dir).ok();
+  Write(g_dir + "/modules.json", kSpladeModules);
+  Write(g_dir + "/1_Pooling/config.json", bytes);
   (void)orchid::ReadSentenceTransformersConfig(g_dir).ok();
   return 0;
 }
