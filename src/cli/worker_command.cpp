@@ -21,7 +21,9 @@ namespace {
 struct WorkerOptions {
   std::string model_dir;
   std::string listen = "127.0.0.1:50051";
-  std::string metrics_listen = "127.0.0.1:9091";
+  // Port 0: any free port, logged at start-up, so that several workers on one host never clash
+  // on their side port (give one to scrape at a fixed address).
+  std::string metrics_listen = "127.0.0.1:0";
   std::string served_model_name;
   SchedulerFlags scheduler;
   double shutdown_grace_s = 30;
@@ -104,7 +106,8 @@ void RegisterWorkerCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--listen", opts->listen, "gRPC address, HOST:PORT (port 0: any free port)")
       ->capture_default_str();
   cmd->add_option("--metrics-listen", opts->metrics_listen,
-                  "HTTP address of GET /metrics, HOST:PORT (empty: none)")
+                  "HTTP address of GET /metrics, HOST:PORT (port 0: any free port, logged; "
+                  "empty: none)")
       ->capture_default_str();
   cmd->add_option("--served-model-name", opts->served_model_name,
                   "model name reported to gateways (default: the model directory's name)");

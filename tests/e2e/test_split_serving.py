@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 import requests
 
-from support import (LONG_INDEX, ORCHID_MODEL, SENTENCES, SHORT, Gateway, OrchidProcess, Worker,
-                     assert_close_to_reference, free_port, metric, rows, wait_healthy)
+from support import (LONG_INDEX, ORCHID_MODEL, SENTENCES, SHORT, Gateway, OrchidProcess,
+                     OrchidServer, Worker, assert_close_to_reference, free_port, metric, rows,
+                     wait_healthy)
 
 SYS_TGKILL = 234  # x86-64
 
@@ -328,3 +329,41 @@ def test_sigterm_delivered_to_any_thread_drains_cleanly():
         if gw is not None:
             gw.proc.kill()
         w.proc.kill()
+
+
+def test_side_ports_do_not_collide_on_one_host():
+    """Two workers and two `serve`s on one host, each given only its own main address: no side
+    port clashes (a worker's metrics endpoint takes any free port by default, and logs it), all
+    four answer /health, and a gateway in front of both workers serves."""
+    workers, serves, gw = [], [], None
+    try:
+        for _ in range(2):
+            port = free_port()
+            w = OrchidProcess(["worker", "--model", str(ORCHID_MODEL), "--listen",
+                               f"127.0.0.1:{port}", "--threads", "1"],
+                              ready=r"orchid worker: .* on grpc .*metrics on http port (\d+)",
+                              name=f"worker:{port}")
+            w.address = f"127.0.0.1:{port}"
+            workers.append(w)
+        serves = [OrchidServer() for _ in range(2)]
+        ports = {int(w.ready.group(1)) for w in workers}
+        assert len(ports) == 2, [w.log_text() for w in workers]
+        for p in ports:
+            r = requests.get(f"http://127.0.0.1:{p}/health", timeout=10)
+            assert r.status_code == 200, r.text
+            assert "orchid_worker" in requests.get(f"http://127.0.0.1:{p}/metrics", timeout=10).text
+        for s in serves:
+            assert requests.get(s.url + "/health", timeout=10).status_code == 200
+        gw = OrchidProcess(["gateway", "--listen", "127.0.0.1:0", "--model", str(ORCHID_MODEL),
+                            *[a for w in workers for a in ("--backend", w.address)]],
+                           ready=r"orchid gateway for .* \(port (\d+)\)", name="gateway")
+        url = f"http://127.0.0.1:{gw.ready.group(1)}"
+        wait_healthy(url, gw.deadline, gw)
+        embed(url, [SENTENCES[SHORT[0]]])
+    finally:
+        if gw is not None:
+            gw.stop()
+        for s in serves:
+            s.stop()
+        for w in workers:
+            w.stop()
