@@ -1,4 +1,4 @@
-// `orchid tokenize --tokenizer PATH [--no-special-tokens] [--max-length N]
+// `orchid tokenize --tokenizer PATH [--no-special-tokens] [--max-length N] [--no-truncation]
 //                  [--truncation-side right|left] [--offsets] [--pair]
 //                  [--truncation-strategy longest_first|only_first|only_second] [--type-ids]`
 // Reads one JSON string per line on stdin and writes the token ids of each as one JSON array
@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,7 @@ struct TokenizeOptions {
   std::string truncation_strategy = "longest_first";
   bool decode = false;
   bool skip_special_tokens = false;
+  bool no_truncation = false;
 };
 
 void AppendJsonString(std::string_view s, std::string* out) {
@@ -83,8 +85,8 @@ void AppendOffsets(const Encoding& enc, std::string* out) {
   out->push_back('[');
   char buf[32];
   for (size_t i = 0; i < enc.offsets.size(); ++i) {
-    const int n = std::snprintf(buf, sizeof(buf), "%s[%u,%u]", i > 0 ? "," : "", enc.offsets[i].first,
-                                enc.offsets[i].second);
+    const int n = std::snprintf(buf, sizeof(buf), "%s[%u,%u]", i > 0 ? "," : "",
+                                enc.offsets[i].first, enc.offsets[i].second);
     out->append(buf, static_cast<size_t>(n));
   }
   out->push_back(']');
@@ -106,6 +108,15 @@ int RunTokenize(const TokenizeOptions& opt) {
   options.strategy = opt.truncation_strategy == "only_first"    ? TruncationStrategy::kOnlyFirst
                      : opt.truncation_strategy == "only_second" ? TruncationStrategy::kOnlySecond
                                                                 : TruncationStrategy::kLongestFirst;
+  // Without --max-length, the truncation section of tokenizer.json applies, as Hugging Face
+  // `tokenizers` does when it loads the file (all-MiniLM-L6-v2's cuts at 128 tokens).
+  if (opt.max_length == 0 && !opt.no_truncation) {
+    if (std::optional<EncodeOptions> file = tokenizer.FileTruncation()) {
+      options.max_length = file->max_length;
+      options.side = file->side;
+      options.strategy = file->strategy;
+    }
+  }
 
   std::ios::sync_with_stdio(false);
   simdjson::dom::parser parser;
@@ -223,7 +234,8 @@ void RegisterTokenizeCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-special-tokens", opt->no_special_tokens,
                 "do not add the post-processor's special tokens ([CLS] ... [SEP])");
   cmd->add_option("--max-length", opt->max_length,
-                   "truncate to N tokens, special tokens included (0 = no truncation)");
+                  "truncate to N tokens, special tokens included (default: the truncation "
+                  "section of tokenizer.json, if any; see --no-truncation)");
   cmd->add_option("--truncation-side", opt->truncation_side, "right (default) or left")
       ->check(CLI::IsMember({"right", "left"}));
   cmd->add_flag("--offsets", opt->offsets,
@@ -240,6 +252,9 @@ void RegisterTokenizeCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--decode", opt->decode,
                 "decode instead: each stdin line is a JSON array of ids, written back as a JSON "
                 "string per line");
+  cmd->add_flag("--no-truncation", opt->no_truncation,
+                "ignore tokenizer.json's truncation section (applied when --max-length is not "
+                "given, as Hugging Face tokenizers does)");
   cmd->add_flag("--skip-special-tokens", opt->skip_special_tokens,
                 "for --decode: drop special added tokens ([CLS], <s>, ...)");
   cmd->callback([opt, exit_code] { *exit_code = RunTokenize(*opt); });

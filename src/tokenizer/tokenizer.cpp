@@ -77,6 +77,7 @@ class PipelineTokenizer final : public Tokenizer {
                                                                     tok::StrCat({origin, ": post_processor"})));
     ORCHID_RETURN_IF_ERROR(added_.Load(section("added_tokens"), *model_, normalizer_.get(),
                                        tok::StrCat({origin, ": added_tokens"})));
+    ORCHID_RETURN_IF_ERROR(ReadTruncation(section("truncation"), origin));
     if (auto decoder = tok::MakeDecoder(section("decoder"), tok::StrCat({origin, ": decoder"}));
         decoder.ok()) {
       decoder_ = std::move(*decoder);
@@ -207,6 +208,46 @@ class PipelineTokenizer final : public Tokenizer {
   }
 
   int32_t vocab_size() const override { return vocab_size_; }
+  std::optional<EncodeOptions> FileTruncation() const override { return truncation_; }
+
+  // {"direction": "Right" | "Left", "max_length": N, "strategy": "LongestFirst" | "OnlyFirst" |
+  // "OnlySecond", "stride": S} or null. The stride only shapes `tokenizers`' overflowing
+  // encodings, which orchid does not return, so it is read and ignored.
+  Status ReadTruncation(simdjson::dom::element t, const std::string& origin) {
+    if (t.is_null()) return Status::Ok();
+    const std::string where = tok::StrCat({origin, ": truncation"});
+    simdjson::dom::object o;
+    if (t.get_object().get(o)) return Status::Corrupt(where + " must be an object or null");
+    EncodeOptions e;
+    int64_t max_length = 0;
+    if (o["max_length"].get_int64().get(max_length) || max_length < 0) {
+      return Status::Corrupt(where + ": \"max_length\" must be a non-negative integer");
+    }
+    e.max_length = size_t(max_length);
+    std::string_view direction = "Right", strategy = "LongestFirst";
+    simdjson::dom::element v;
+    if (!o["direction"].get(v) && v.get_string().get(direction)) {
+      return Status::Corrupt(where + ": \"direction\" must be a string");
+    }
+    if (!o["strategy"].get(v) && v.get_string().get(strategy)) {
+      return Status::Corrupt(where + ": \"strategy\" must be a string");
+    }
+    if (direction != "Right" && direction != "Left") {
+      return Status::Corrupt(where + ": \"direction\" must be \"Right\" or \"Left\"");
+    }
+    e.side = direction == "Left" ? TruncationSide::kLeft : TruncationSide::kRight;
+    if (strategy == "LongestFirst") {
+      e.strategy = TruncationStrategy::kLongestFirst;
+    } else if (strategy == "OnlyFirst") {
+      e.strategy = TruncationStrategy::kOnlyFirst;
+    } else if (strategy == "OnlySecond") {
+      e.strategy = TruncationStrategy::kOnlySecond;
+    } else {
+      return Status::Corrupt(where + ": unknown \"strategy\" \"" + std::string(strategy) + "\"");
+    }
+    if (e.max_length > 0) truncation_ = e;
+    return Status::Ok();
+  }
   std::optional<int32_t> TokenToId(std::string_view token) const override {
     if (auto id = added_.TokenToId(token)) return id;
     return model_->TokenToId(token);
@@ -395,6 +436,7 @@ class PipelineTokenizer final : public Tokenizer {
   std::string decoder_error_;  // why the decoder could not be built (Decode reports it)
   std::unordered_set<std::string> special_tokens_;
   int32_t vocab_size_ = 0;
+  std::optional<EncodeOptions> truncation_;
   tok::OffsetTrim trim_;
   std::vector<uint8_t> leading_spaces_;  // per id, for trim_offsets (BuildTrimTables)
   std::vector<uint8_t> trailing_spaces_;

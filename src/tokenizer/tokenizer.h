@@ -92,6 +92,11 @@ class Tokenizer {
     return Status::InvalidArgument("this tokenizer does not decode");
   }
 
+  // tokenizer.json's "truncation" section (what Hugging Face `tokenizers` applies by default
+  // when it loads the file): max_length > 0, its direction and pair strategy; nullopt when the
+  // section is null or absent. Encode does not apply it by itself (see EncodeOptions).
+  virtual std::optional<EncodeOptions> FileTruncation() const { return std::nullopt; }
+
   virtual int32_t vocab_size() const = 0;
   virtual std::optional<int32_t> TokenToId(std::string_view token) const = 0;
   virtual std::optional<std::string_view> IdToToken(int32_t id) const = 0;

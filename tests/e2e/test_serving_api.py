@@ -354,7 +354,12 @@ def test_one_gateway_fronts_several_models():
                                  "--backend", f"mini={workers[0].address}",
                                  "--backend", f"ce={workers[1].address}",
                                  "--backend", f"ce={workers[2].address}", "--chunk-tokens", "64")
-        # Both models' start-up lines, whichever was matched as "ready".
+        # Both models' start-up lines, whichever was matched as "ready" (the second may be
+        # logged a moment after the first: read on until it is).
+        deadline = time.monotonic() + 30
+        while (sum("orchid gateway for" in line for line in gateway.log) < 2
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
         assert sum("orchid gateway for" in line for line in gateway.log) == 2, gateway.log_text()
         r = requests.get(gateway.url + "/v1/models", timeout=10)
         assert [(m["id"], m["task"]) for m in r.json()["data"]] == [("mini", "embed"),

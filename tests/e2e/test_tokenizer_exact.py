@@ -42,14 +42,16 @@ def codepoint_sweep():
 
 def reference(truncation=None):
     tok = tokenizers.Tokenizer.from_file(str(TOKENIZER_JSON))
-    tok.no_padding()  # tokenizer.json asks for padding/truncation to 128; orchid leaves
-    tok.no_truncation()  # that to the caller (--max-length), so compare without them
+    tok.no_padding()  # tokenizer.json asks for padding/truncation to 128: compared without
+    tok.no_truncation()  # them here (orchid tokenize --no-truncation); see the test below
     if truncation is not None:
         tok.enable_truncation(truncation[0], direction=truncation[1])
     return tok
 
 
 def run_orchid(texts, *args, ensure_ascii=False):
+    if "--max-length" not in args:  # reference() runs without tokenizer.json's truncation
+        args = (*args, "--no-truncation")
     payload = "".join(json.dumps(t, ensure_ascii=ensure_ascii) + "\n" for t in texts)
     proc = subprocess.run([str(ORCHID_BIN), "tokenize", "--tokenizer", str(TOKENIZER_JSON), *args],
                           input=payload.encode("utf-8"), capture_output=True, timeout=300)
@@ -139,3 +141,24 @@ def test_invalid_utf8_and_lone_surrogate_are_rejected():
                               input=bad, capture_output=True, timeout=60)
         assert proc.returncode != 0, bad
         assert b"line 1" in proc.stderr, (bad, proc.stderr)
+
+
+def test_truncation_section_of_tokenizer_json_applies_by_default(request, corpus):
+    """Without --max-length, `orchid tokenize` applies tokenizer.json's truncation section as
+    `tokenizers` does when it loads the file (all-MiniLM-L6-v2's: 128 tokens, longest first);
+    --no-truncation turns it off."""
+    ref = tokenizers.Tokenizer.from_file(str(TOKENIZER_JSON))
+    ref.no_padding()  # keep the file's truncation, drop only its padding
+    assert ref.truncation is not None and ref.truncation["max_length"] == 128, ref.truncation
+    long_texts = [t for t in corpus if len(reference().encode(t).ids) > 128][:50]
+    assert long_texts, "no input longer than 128 tokens in the corpus"
+    texts = long_texts + corpus[:50]
+    payload = "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in texts)
+    for args, want in (((), [e.ids for e in ref.encode_batch(texts)]),
+                       (("--no-truncation",), [e.ids for e in reference().encode_batch(texts)])):
+        proc = subprocess.run([str(ORCHID_BIN), "tokenize", "--tokenizer", str(TOKENIZER_JSON), *args],
+                              input=payload.encode("utf-8"), capture_output=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr.decode()[:2000]
+        ours = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+        compare(request, f"file truncation {args or 'default'}", texts, ours, want)
+    assert max(len(ids) for ids in ours) > 128  # --no-truncation really kept the long ones

@@ -42,6 +42,8 @@ def pairs():
 
 
 def run_pairs(path, pairs, *args):
+    if "--max-length" not in args:  # the reference runs without tokenizer.json's truncation
+        args = (*args, "--no-truncation")
     payload = "".join(json.dumps(list(p), ensure_ascii=False) + "\n" for p in pairs)
     return subprocess.run([str(ORCHID_BIN), "tokenize", "--tokenizer", str(path), "--pair", "--type-ids", *args],
                           input=payload.encode("utf-8"), capture_output=True, timeout=600)
