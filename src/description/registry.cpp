@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <initializer_list>
+#include <string>
+#include <vector>
 
 #include "description/json_file.h"
 #include "description/sentence_transformers.h"
@@ -32,6 +34,7 @@ struct Architecture {
   bool xlmr = false;        // RoBERTa-style positions (offset by padding_idx + 1)
   bool classifier = false;  // *ForSequenceClassification: a cross-encoder
   bool causal_lm = false;   // *ForCausalLM
+  RopeEncoderConfig::Variant rope_variant = RopeEncoderConfig::Variant::kNomic;
 };
 
 Architecture Classify(const std::string& arch, const std::string& model_type) {
@@ -67,6 +70,16 @@ Architecture Classify(const std::string& arch, const std::string& model_type) {
   }
   if (is({"ModernBertForSequenceClassification"})) {
     return {true, FamilyKind::kModernBert, false, true};
+  }
+  // NomicBERT (nomic-embed-text) and GTE v1.5 / gte-multilingual ("new"; transformers: "gte").
+  if (is({"NomicBertModel", "nomic_bert", "NomicBertForPreTraining", "NomicBertForMaskedLM"})) {
+    return {true, FamilyKind::kRopeEncoder};
+  }
+  if (is({"NewModel", "new", "GteModel", "gte", "NewForMaskedLM", "GteForMaskedLM"})) {
+    return {true, FamilyKind::kRopeEncoder, false, false, false, RopeEncoderConfig::Variant::kGte};
+  }
+  if (is({"NewForSequenceClassification", "GteForSequenceClassification"})) {
+    return {true, FamilyKind::kRopeEncoder, false, true, false, RopeEncoderConfig::Variant::kGte};
   }
   // Gemma 3's text decoder (EmbeddingGemma: bidirectional, sliding-window local layers).
   if (is({"Gemma3TextModel", "gemma3_text", "Gemma3ForCausalLM"})) {
@@ -135,6 +148,23 @@ int MaxSeqLength(const SentenceTransformersConfig& st, int usable_positions) {
                                                                        : usable_positions;
 }
 
+// A cross-encoder / classifier head: a scorer with the config's labels, the pooling its head
+// reads, no normalisation, and config.json's activation.
+Status DescribeScorer(const JsonFile& config, HeadKind head, int num_labels,
+                      const std::vector<std::string>& labels, bool multi_label, Pooling pooling,
+                      ModelSpec* spec) {
+  spec->head = head;
+  ModelInfo& info = spec->info;
+  info.task = ModelTask::kScore;
+  info.num_labels = num_labels;
+  info.labels = labels;
+  info.multi_label = multi_label;
+  info.default_pooling = pooling;
+  info.default_normalize = false;
+  ORCHID_ASSIGN_OR_RETURN(info.score_activation, ReadScoreActivation(config));
+  return Status::Ok();
+}
+
 Status DescribeBert(const Architecture& kind, const JsonFile& config,
                     const SentenceTransformersConfig& st, ModelSpec* spec) {
   ORCHID_ASSIGN_OR_RETURN(spec->bert, ReadBertConfig(spec->config_path));
@@ -155,23 +185,17 @@ Status DescribeBert(const Architecture& kind, const JsonFile& config,
   ORCHID_RETURN_IF_ERROR(CheckWordEmbeddingDimension(*spec, st));
   info.max_seq_length = MaxSeqLength(st, info.max_position_embeddings);
   if (kind.classifier) {
+    HeadKind head = HeadKind::kBertPooler;
+    bert.head = BertConfig::Head::kBertPooler;
     if (kind.xlmr || bert.layout == BertConfig::Layout::kMpnet) {
-      spec->head = HeadKind::kRobertaClassifier;
+      head = HeadKind::kRobertaClassifier;
       bert.head = BertConfig::Head::kRobertaClassifier;
     } else if (bert.layout == BertConfig::Layout::kDistilBert) {
-      spec->head = HeadKind::kDistilBertClassifier;
+      head = HeadKind::kDistilBertClassifier;
       bert.head = BertConfig::Head::kDistilBertClassifier;
-    } else {
-      spec->head = HeadKind::kBertPooler;
-      bert.head = BertConfig::Head::kBertPooler;
     }
-    info.task = ModelTask::kScore;
-    info.num_labels = bert.num_labels;
-    info.labels = bert.labels;
-    info.multi_label = bert.multi_label;
-    info.default_pooling = Pooling::kCls;
-    info.default_normalize = false;
-    ORCHID_ASSIGN_OR_RETURN(info.score_activation, ReadScoreActivation(config));
+    return DescribeScorer(config, head, bert.num_labels, bert.labels, bert.multi_label,
+                          Pooling::kCls, spec);
   }
   return Status::Ok();
 }
@@ -235,14 +259,27 @@ Status DescribeModernBert(const Architecture& kind, const JsonFile& config,
   ORCHID_RETURN_IF_ERROR(CheckWordEmbeddingDimension(*spec, st));
   info.max_seq_length = MaxSeqLength(st, info.max_position_embeddings);
   if (kind.classifier) {
-    spec->head = HeadKind::kModernBertHead;
-    info.task = ModelTask::kScore;
-    info.num_labels = c.num_labels;
-    info.labels = c.labels;
-    info.multi_label = c.multi_label;
-    info.default_pooling = c.classifier_pooling;
-    info.default_normalize = false;
-    ORCHID_ASSIGN_OR_RETURN(info.score_activation, ReadScoreActivation(config));
+    return DescribeScorer(config, HeadKind::kModernBertHead, c.num_labels, c.labels,
+                          c.multi_label, c.classifier_pooling, spec);
+  }
+  return Status::Ok();
+}
+
+Status DescribeRopeEncoder(const Architecture& kind, const JsonFile& config,
+                           const SentenceTransformersConfig& st, ModelSpec* spec) {
+  ORCHID_ASSIGN_OR_RETURN(spec->rope_encoder,
+                          ReadRopeEncoderConfig(spec->config_path, kind.rope_variant));
+  const RopeEncoderConfig& c = spec->rope_encoder;
+  ModelInfo& info = spec->info;
+  info.vocab_size = c.vocab_size;
+  info.type_vocab_size = c.type_vocab_size;
+  info.hidden_size = c.hidden_size;
+  info.max_position_embeddings = c.max_position_embeddings;
+  ORCHID_RETURN_IF_ERROR(CheckWordEmbeddingDimension(*spec, st));
+  info.max_seq_length = MaxSeqLength(st, info.max_position_embeddings);
+  if (kind.classifier) {
+    return DescribeScorer(config, HeadKind::kBertPooler, c.num_labels, c.labels, c.multi_label,
+                          Pooling::kCls, spec);
   }
   return Status::Ok();
 }
@@ -257,6 +294,8 @@ const char* FamilyName(FamilyKind f) {
       return "decoder";
     case FamilyKind::kModernBert:
       return "ModernBERT";
+    case FamilyKind::kRopeEncoder:
+      return "rotary encoder";
   }
   return "?";
 }
@@ -283,7 +322,8 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
         spec.config_path + ": architecture \"" + arch +
         "\" is not supported (supported: BERT, RoBERTa, XLM-RoBERTa, CamemBERT, DistilBERT and "
         "MPNet encoders and their *ForSequenceClassification cross-encoders; ModernBERT "
-        "encoders and cross-encoders; Qwen3, Qwen2, Mistral, Llama and Gemma 3 decoders; "
+        "encoders and cross-encoders; NomicBERT encoders; GTE (\"new\") encoders and "
+        "rerankers; Qwen3, Qwen2, Mistral, Llama and Gemma 3 decoders; "
         "Qwen3-Reranker)");
   }
   ORCHID_ASSIGN_OR_RETURN(SentenceTransformersConfig st, ReadSentenceTransformersConfig(dir));
@@ -300,6 +340,8 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
     ORCHID_RETURN_IF_ERROR(DescribeDecoder(kind, model_type, st, &spec));
   } else if (kind.family == FamilyKind::kModernBert) {
     ORCHID_RETURN_IF_ERROR(DescribeModernBert(kind, config, st, &spec));
+  } else if (kind.family == FamilyKind::kRopeEncoder) {
+    ORCHID_RETURN_IF_ERROR(DescribeRopeEncoder(kind, config, st, &spec));
   } else {
     ORCHID_RETURN_IF_ERROR(DescribeBert(kind, config, st, &spec));
   }
@@ -344,8 +386,10 @@ Status CheckBackend(const ModelSpec& spec, BackendKind backend) {
                                  "): the cuda backend cannot serve it: " + why);
   };
   const int hidden = spec.info.hidden_size;
-  const int head_dim =
-      spec.family == FamilyKind::kBert ? spec.bert.head_dim() : spec.decoder.head_dim;
+  const int head_dim = spec.family == FamilyKind::kBert          ? spec.bert.head_dim()
+                       : spec.family == FamilyKind::kRopeEncoder ? spec.rope_encoder.head_dim()
+                       : spec.family == FamilyKind::kModernBert  ? spec.modernbert.head_dim()
+                                                                 : spec.decoder.head_dim;
   if (hidden > 12256) return refuse("hidden_size " + std::to_string(hidden) + " > 12256");
   const Pooling pooling = spec.info.default_pooling;
   if (pooling == Pooling::kMax || pooling == Pooling::kMeanSqrtLen ||
@@ -356,6 +400,10 @@ Status CheckBackend(const ModelSpec& spec, BackendKind backend) {
   if (spec.info.sparse) return refuse("SPLADE's vocabulary max-pooling");
   if (spec.family == FamilyKind::kModernBert) {
     return refuse("ModernBERT's GeGLU and sliding-window attention");
+  }
+  if (spec.family == FamilyKind::kRopeEncoder &&
+      spec.rope_encoder.gate != RopeEncoderConfig::Gate::kSilu) {
+    return refuse("its MLP kernel has no GELU gate (GTE)");
   }
   if (spec.family == FamilyKind::kDecoder && spec.decoder.gemma) {
     return refuse("Gemma 3's GeGLU, sliding-window attention and sublayer norms");

@@ -12,6 +12,7 @@
 #include "description/decoder_config.h"
 #include "description/model_info.h"
 #include "description/modernbert_config.h"
+#include "description/rope_encoder_config.h"
 #include "description/sentence_transformers.h"
 
 namespace orchid {
@@ -21,6 +22,7 @@ enum class FamilyKind : uint8_t {
   kBert,  // post-LN encoders with absolute positions and exact GELU: BERT, RoBERTa, XLM-RoBERTa,
           // CamemBERT, DistilBERT, MPNet
   kModernBert,  // ModernBERT encoders (pre-LN, rotary, global / sliding-window layers, GeGLU)
+  kRopeEncoder,  // post-LN encoders with rotary positions and a gated MLP: NomicBERT, GTE ("new")
   kDecoder,     // Llama-style decoders (Qwen3, Qwen2, Mistral, Llama), causal or bidirectional
                 // (pre-RMSNorm, RoPE, grouped-query attention, SwiGLU)
 };
@@ -29,7 +31,7 @@ const char* FamilyName(FamilyKind f);
 // What maps the pooled vector to a scorer's logits (kNone for embedders).
 enum class HeadKind : uint8_t {
   kNone,
-  kBertPooler,            // BERT *ForSequenceClassification: classifier(tanh(pooler.dense(h)))
+  kBertPooler,            // BERT, GTE *ForSequenceClassification: classifier(tanh(pooler.dense(h)))
   kRobertaClassifier,     // XLM-R / RoBERTa / MPNet: classifier.out_proj(tanh(classifier.dense(h)))
   kDistilBertClassifier,  // DistilBERT: classifier(relu(pre_classifier(h)))
   kModernBertHead,        // ModernBERT: classifier(LayerNorm(gelu(head.dense(h))))
@@ -51,6 +53,7 @@ struct ModelSpec {
   BertConfig bert;  // position_offset set for XLM-R
   DecoderConfig decoder;
   ModernBertConfig modernbert;
+  RopeEncoderConfig rope_encoder;
   // sentence-transformers Dense modules after pooling (embedders), in order.
   std::vector<DenseModule> dense;
   // kSpladeMlm: log1p applications after the max (SentenceTransformersConfig::splade_log1p).

@@ -24,6 +24,8 @@ Result<std::unique_ptr<Family>> LoadFamily(const ModelSpec& spec, ops::Backend& 
       return LoadDecoder(spec, *file, backend);
     case FamilyKind::kModernBert:
       return LoadModernBert(spec, *file, backend);
+    case FamilyKind::kRopeEncoder:
+      return LoadRopeEncoder(spec, *file, backend);
   }
   return Status::Internal("unknown family");
 }

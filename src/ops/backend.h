@@ -126,6 +126,8 @@ int RelativePositionBucket(int relative, int num_buckets, int max_distance);
 struct RopeOptions {
   int num_heads = 0, num_kv_heads = 0, head_dim = 0;
   double theta = 10000.0;
+  // Every inverse frequency 1 / theta^(2i/d) is divided by this (NTK-scaled GTE); 1 otherwise.
+  double inv_freq_divisor = 1.0;
   NormWeight q_norm, k_norm;  // RMSNorm over head_dim; both or neither
 };
 

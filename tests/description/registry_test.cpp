@@ -38,6 +38,11 @@ TEST(RegistryTest, DescribesEveryFixtureOnce) {
        Pooling::kMean},
       {"modernbert-cross-encoder", FamilyKind::kModernBert, HeadKind::kModernBertHead,
        ModelTask::kScore, Pooling::kMean},
+      {"nomic-embed", FamilyKind::kRopeEncoder, HeadKind::kNone, ModelTask::kEmbed,
+       Pooling::kMean},
+      {"gte-embed", FamilyKind::kRopeEncoder, HeadKind::kNone, ModelTask::kEmbed, Pooling::kCls},
+      {"gte-cross-encoder", FamilyKind::kRopeEncoder, HeadKind::kBertPooler, ModelTask::kScore,
+       Pooling::kCls},
       {"qwen3-embed", FamilyKind::kDecoder, HeadKind::kNone, ModelTask::kEmbed,
        Pooling::kLastToken},
       {"qwen2-embed", FamilyKind::kDecoder, HeadKind::kNone, ModelTask::kEmbed,
@@ -114,6 +119,17 @@ TEST(RegistryTest, CudaRefusesMpnetForItsRelativeBias) {
   const Status st = CheckBackend(*spec, BackendKind::kCuda);
   ASSERT_EQ(st.code(), StatusCode::kUnimplemented);
   EXPECT_NE(st.message().find("relative position bias"), std::string::npos) << st.message();
+}
+
+// GTE's GELU-gated MLP has no CUDA kernel (the SwiGLU one gates with SiLU): refused on CUDA.
+TEST(RegistryTest, CudaRefusesGteForItsGeluGate) {
+  auto spec = DescribeModel(kModels + "/gte-embed");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->info.type_vocab_size, 0);
+  EXPECT_GT(spec->rope_encoder.rope_inv_freq_divisor, 1.0);  // NTK-scaled
+  const Status st = CheckBackend(*spec, BackendKind::kCuda);
+  ASSERT_EQ(st.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(st.message().find("GELU gate"), std::string::npos) << st.message();
 }
 
 TEST(RegistryTest, MissingDirectoryOrConfigIsAnError) {

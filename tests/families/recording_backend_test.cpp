@@ -257,6 +257,8 @@ TEST(RecordingBackendTest, EachFamilyIssuesTheSameOpsInsideItsArenaForOneBucket)
       const int layers = spec->family == FamilyKind::kBert ? spec->bert.num_hidden_layers
                          : spec->family == FamilyKind::kModernBert
                              ? spec->modernbert.num_hidden_layers
+                         : spec->family == FamilyKind::kRopeEncoder
+                             ? spec->rope_encoder.num_hidden_layers
                              : spec->decoder.num_hidden_layers;
       EXPECT_EQ(attention, size_t(layers));
       const std::string out = b.decl((*family)->output()).name;

@@ -1,5 +1,5 @@
 // Arbitrary bytes as the JSON files of a model directory: config.json (ReadBertConfig,
-// ReadDecoderConfig, ReadModernBertConfig), modules.json, the Pooling, Dense and SpladePooling
+// ReadDecoderConfig, ReadModernBertConfig, ReadRopeEncoderConfig), modules.json, the Pooling, Dense and SpladePooling
 // modules' config.json and sentence_bert_config.json (ReadSentenceTransformersConfig). The readers take paths, so each input is written into a
 // private temporary directory; they must return an error or a config, never crash.
 #include <unistd.h>
@@ -15,6 +15,7 @@
 #include "description/bert_config.h"
 #include "description/decoder_config.h"
 #include "description/modernbert_config.h"
+#include "description/rope_encoder_config.h"
 #include "description/sentence_transformers.h"
 
 namespace {
@@ -62,6 +63,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)orchid::ReadBertConfig(g_dir + "/config.json").ok();
   (void)orchid::ReadDecoderConfig(g_dir + "/config.json").ok();
   (void)orchid::ReadModernBertConfig(g_dir + "/config.json").ok();
+  for (auto variant : {orchid::RopeEncoderConfig::Variant::kNomic,
+                       orchid::RopeEncoderConfig::Variant::kGte}) {
+    (void)orchid::ReadRopeEncoderConfig(g_dir + "/config.json", variant).ok();
+  }
 
   // The bytes as modules.json, with no other file present.
   Remove(g_dir + "/1_Pooling/config.json");

@@ -56,9 +56,10 @@ def safetensors_seeds():
 def config_seeds():
     for rel in ["config.json", "modules.json", "1_Pooling/config.json", "sentence_bert_config.json"]:
         put("config_fuzz", (MODEL / rel).read_bytes())
-    # The model-family fixtures' configs (Qwen3 bidirectional, an XLM-R cross-encoder).
+    # The model-family fixtures' configs (Qwen3 bidirectional, an XLM-R cross-encoder, NomicBERT and
+    # NewModel in their published fields).
     fixtures = REPO / "models" / "fixtures"
-    for name in ["qwen3-bidir", "xlmr-cross-encoder", "bert-classifier"]:
+    for name in ["qwen3-bidir", "xlmr-cross-encoder", "bert-classifier", "nomic-embed", "gte-embed"]:
         put("config_fuzz", (fixtures / name / "config.json").read_bytes())
 
 

@@ -296,6 +296,21 @@ TEST(ModelFamiliesTest, ModernBertCrossEncoderWithMeanPooledHead) {
   CheckModel("modernbert-cross-encoder", ModelTask::kScore, Pooling::kMean, false);
 }
 
+// NomicBERT (nomic-embed-text's own config fields and tensor names: fused Wqkv, SwiGLU from
+// fc11 / fc12, post-LN, rotary theta 1000, token types) and GTE ("new": no token types, NTK-scaled
+// rotary embeddings, GELU-gated up_gate_proj; a GTE reranker with BERT's pooler head).
+TEST(ModelFamiliesTest, NomicBertEmbedder) {
+  CheckModel("nomic-embed", ModelTask::kEmbed, Pooling::kMean, false);
+}
+
+TEST(ModelFamiliesTest, GteEmbedderWithNtkScaledRotary) {
+  CheckModel("gte-embed", ModelTask::kEmbed, Pooling::kCls, false);
+}
+
+TEST(ModelFamiliesTest, GteReranker) {
+  CheckModel("gte-cross-encoder", ModelTask::kScore, Pooling::kCls, false);
+}
+
 // SPLADE (BertForMaskedLM + sentence-transformers' SpladePooling): every vocabulary term's
 // weight, max over the tokens of log(1 + relu(MLM logit)), against transformers' logits through
 // sentence-transformers' own SpladePooling (the reference keeps the non-zero terms only).
@@ -368,6 +383,9 @@ TEST(ModelFamiliesTest, Bfloat16LinearLayersStayClose) {
   CheckModel("mpnet-cross-encoder", ModelTask::kScore, Pooling::kCls, false, t, bf16);
   CheckModel("gemma3-embed", ModelTask::kEmbed, Pooling::kMean, false, t, bf16);
   CheckModel("modernbert-embed", ModelTask::kEmbed, Pooling::kMean, false, t, bf16);
+  CheckModel("nomic-embed", ModelTask::kEmbed, Pooling::kMean, false, t, bf16);
+  CheckModel("gte-embed", ModelTask::kEmbed, Pooling::kCls, false, t, bf16);
+  CheckModel("gte-cross-encoder", ModelTask::kScore, Pooling::kCls, false, t, bf16);
 }
 
 // --gemm blas on every family: OpenBLAS for the linear layers and attention, same fp32 bar.
@@ -383,6 +401,8 @@ TEST(ModelFamiliesTest, BlasGemmPathMeetsTheFloat32Bar) {
   CheckModel("mpnet-embed", ModelTask::kEmbed, Pooling::kMean, false, t);
   CheckModel("distilbert-cross-encoder", ModelTask::kScore, Pooling::kCls, false, t);
   CheckModel("gemma3-embed", ModelTask::kEmbed, Pooling::kMean, false, t);
+  CheckModel("nomic-embed", ModelTask::kEmbed, Pooling::kMean, false, t);
+  CheckModel("gte-cross-encoder", ModelTask::kScore, Pooling::kCls, false, t);
 }
 
 // What the loader reads beyond the weights: activation, pair format, usable positions.

@@ -145,8 +145,8 @@ Status CpuBackend::DoQkNormRope(ops::Buffer qkv, const ops::RopeOptions& o) {
     RmsNormHeads(pool_, k, ld, T, o.num_kv_heads, o.head_dim, kn.weight.data(), kn.eps);
   }
   const int32_t* positions = batch_->positions.data();
-  ApplyRope(pool_, q, ld, T, o.num_heads, o.head_dim, positions, o.theta);
-  ApplyRope(pool_, k, ld, T, o.num_kv_heads, o.head_dim, positions, o.theta);
+  ApplyRope(pool_, q, ld, T, o.num_heads, o.head_dim, positions, o.theta, o.inv_freq_divisor);
+  ApplyRope(pool_, k, ld, T, o.num_kv_heads, o.head_dim, positions, o.theta, o.inv_freq_divisor);
   return Status::Ok();
 }
 

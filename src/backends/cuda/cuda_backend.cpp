@@ -385,7 +385,7 @@ Status CudaBackend::DoQkNormRope(ops::Buffer qkv, const ops::RopeOptions& o) {
   ORCHID_CUDA_TRY(cuda::QkNormRope(bf(qkv), in_.positions, q != nullptr ? q->weight : nullptr,
                                    k != nullptr ? k->weight : nullptr, q != nullptr ? q->eps : 0.f,
                                    float(o.theta), tb_, o.num_heads, o.num_kv_heads, o.head_dim,
-                                   stream_));
+                                   stream_, float(o.inv_freq_divisor)));
   return Status::Ok();
 }
 

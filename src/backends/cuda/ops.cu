@@ -151,7 +151,8 @@ constexpr int kMaxHeadDim = 256;
 __global__ void __launch_bounds__(kRopeWarps * 32)
     QkNormRopeKernel(bf16* __restrict__ qkv, const int32_t* __restrict__ positions,
                      const float* __restrict__ q_weight, const float* __restrict__ k_weight,
-                     float eps, float theta, int num_q, int num_kv, int d) {
+                     float eps, float theta, float inv_freq_divisor, int num_q, int num_kv,
+                     int d) {
   __shared__ float buf[kRopeWarps][kMaxHeadDim];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const size_t t = blockIdx.x;
@@ -179,7 +180,8 @@ __global__ void __launch_bounds__(kRopeWarps * 32)
         x2 *= w[i + half];
       }
       // transformers: inv_freq = 1 / theta^(2i/d) in fp32; angle = pos * inv_freq in fp32.
-      const float inv_freq = 1.f / powf(theta, float(2 * i) / float(d));
+      float inv_freq = 1.f / powf(theta, float(2 * i) / float(d));
+      if (inv_freq_divisor != 1.f) inv_freq /= inv_freq_divisor;
       const float angle = pos * inv_freq;
       float sn, cs;
       sincosf(angle, &sn, &cs);
@@ -357,11 +359,11 @@ cudaError_t AddRmsNorm(const bf16* delta, float* res, const float* weight, float
 
 cudaError_t QkNormRope(bf16* qkv, const int32_t* positions, const float* q_weight,
                        const float* k_weight, float eps, float theta, int T, int num_q,
-                       int num_kv, int head_dim, cudaStream_t stream) {
+                       int num_kv, int head_dim, cudaStream_t stream, float inv_freq_divisor) {
   if (T <= 0) return cudaSuccess;
   if (head_dim <= 0 || head_dim % 2 != 0 || head_dim > kMaxHeadDim) return cudaErrorInvalidValue;
-  QkNormRopeKernel<<<T, kRopeWarps * 32, 0, stream>>>(qkv, positions, q_weight, k_weight, eps,
-                                                       theta, num_q, num_kv, head_dim);
+  QkNormRopeKernel<<<T, kRopeWarps * 32, 0, stream>>>(
+      qkv, positions, q_weight, k_weight, eps, theta, inv_freq_divisor, num_q, num_kv, head_dim);
   return cudaGetLastError();
 }
 

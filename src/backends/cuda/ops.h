@@ -56,12 +56,14 @@ cudaError_t AddRmsNorm(const bf16* delta, float* res, const float* weight, float
 // rows qkv[t] = [Q heads (num_q) | K heads (num_kv) | V heads (num_kv)], each head_dim wide:
 //   x = x / sqrt(mean(x^2) + eps) * w        (w = q_weight for Q heads, k_weight for K heads;
 //                                             skipped when the weight pointer is null)
-//   for i < d/2, angle = positions[t] * theta^(-2i/d):
+//   for i < d/2, angle = positions[t] * theta^(-2i/d) / inv_freq_divisor (1 but for NTK-scaled
+//   GTE):
 //     x[i] = x[i] cos - x[i + d/2] sin ;  x[i + d/2] = x[i + d/2] cos + x[i] sin
 // V heads are untouched. head_dim must be even and <= 256.
 cudaError_t QkNormRope(bf16* qkv, const int32_t* positions, const float* q_weight,
                        const float* k_weight, float eps, float theta, int T, int num_q,
-                       int num_kv, int head_dim, cudaStream_t stream);
+                       int num_kv, int head_dim, cudaStream_t stream,
+                       float inv_freq_divisor = 1.f);
 
 // SwiGLU (Qwen3 MLP): out[t, i] = silu(gu[t, i]) * gu[t, I + i] for i < I, where gu[t] is
 // [gate | up] (the fused gate/up projection). gu: [T, 2I]; out: [T, I].

@@ -1,0 +1,230 @@
+// Post-LN encoders with rotary positions and a gated MLP: NomicBERT (nomic-embed-text v1 /
+// v1.5, nomic-bert-2048) and Alibaba's GTE v1.5 / gte-multilingual ("new"), embedders and GTE
+// rerankers (*ForSequenceClassification), in the tensor names their published checkpoints use.
+//
+//   h = LayerNorm(word[id] + token_type[type])             (no position embeddings)
+//   per layer:  h = LayerNorm(h + Wo Attention(RoPE(Wqkv h)))
+//               h = LayerNorm(h + Wdown (act(Wgate h) * Wup h))   (NomicBERT: SiLU; GTE: the
+//                                                                 config's hidden_act)
+//   rerankers: classifier(tanh(pooler.dense(h_cls)))
+//
+// NomicBERT has no biases (unless its config's *_bias flags say so); GTE biases Wqkv, Wo and
+// Wdown. With CLS pooling the last layer runs after attention on the pooled rows only.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "checkpoint/safetensors.h"
+#include "checkpoint/weight_reader.h"
+#include "families/embedding_head.h"
+#include "families/family_loaders.h"
+
+namespace orchid {
+namespace {
+
+using ops::Buffer;
+using ops::Epilogue;
+using ops::Precision;
+using ops::Rows;
+using Variant = RopeEncoderConfig::Variant;
+
+// [second half | first half] of a [2n, k] tensor's rows: GTE's up_gate_proj is [up | gate],
+// the Glu op takes [gate | up].
+Tensor SwapHalves(const Tensor& t) {
+  const int64_t n = t.dim(0) / 2, k = t.rank() > 1 ? t.dim(1) : 1;
+  Tensor out(t.shape());
+  const size_t half = size_t(n * k) * sizeof(float);
+  std::memcpy(out.data(), t.data() + n * k, half);
+  std::memcpy(out.data() + n * k, t.data(), half);
+  return out;
+}
+
+ops::Gate GateOf(RopeEncoderConfig::Gate g) {
+  switch (g) {
+    case RopeEncoderConfig::Gate::kGelu:
+      return ops::Gate::kGelu;
+    case RopeEncoderConfig::Gate::kGeluTanh:
+      return ops::Gate::kGeluTanh;
+    case RopeEncoderConfig::Gate::kSilu:
+      break;
+  }
+  return ops::Gate::kSilu;
+}
+
+class RopeEncoder final : public Family {
+ public:
+  Status Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backend& b);
+  Status Forward(ops::Backend& b) const override;
+
+ private:
+  struct Layer {
+    ops::LinearWeight qkv, o, gate_up, down;
+    ops::NormWeight attn_norm, mlp_norm;
+  };
+  struct Activations {
+    Buffer x, ctx, gate_up, act;
+  };
+
+  RopeEncoderConfig c_;
+  bool classifier_ = false;
+  ops::EmbedOp embed_;
+  std::vector<Layer> layers_;
+  ops::LinearWeight head_dense_, head_out_;
+  EmbeddingHead embedding_;
+  ops::AttentionOptions attention_;
+  ops::RopeOptions rope_;
+  ops::Gate gate_ = ops::Gate::kSilu;
+  Buffer qkv_;
+  Activations all_, pooled_;
+  Buffer pooled_vec_, head_hidden_;
+};
+
+Status RopeEncoder::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backend& b) {
+  c_ = spec.rope_encoder;
+  classifier_ = spec.head == HeadKind::kBertPooler;
+  if (spec.head != HeadKind::kNone && !classifier_) {
+    return Status::Internal("the rotary encoder family has no head of this kind");
+  }
+  const bool nomic = c_.variant == Variant::kNomic;
+  const std::string anchor = "embeddings.word_embeddings.weight";
+  ORCHID_ASSIGN_OR_RETURN(const WeightReader r,
+                          FamilyWeights(file, anchor, nomic ? "NomicBERT" : "GTE"));
+  const int64_t H = c_.hidden_size, I = c_.intermediate_size;
+  const float eps = c_.layer_norm_eps;
+  auto norm = [&](const std::string& base) -> Result<ops::NormWeight> {
+    Tensor g, beta;
+    ORCHID_RETURN_IF_ERROR(r.ReadNorm(base, H, &g, &beta));
+    return b.AddNorm(ops::NormKind::kLayerNorm, g, &beta, eps);
+  };
+  auto linear = [&](const std::string& base, int64_t n, int64_t k,
+                    bool bias) -> Result<ops::LinearWeight> {
+    Tensor w, bv;
+    ORCHID_ASSIGN_OR_RETURN(w, r.Read(base + ".weight", {n, k}));
+    if (bias) {
+      ORCHID_ASSIGN_OR_RETURN(bv, r.Read(base + ".bias", {n}));
+    }
+    return b.AddLinear(w, bias ? &bv : nullptr);
+  };
+
+  Tensor t;
+  ORCHID_ASSIGN_OR_RETURN(t, r.Read(anchor, {c_.vocab_size, H}));
+  ORCHID_ASSIGN_OR_RETURN(embed_.word, b.AddTable(std::move(t)));
+  if (c_.type_vocab_size > 0) {
+    ORCHID_ASSIGN_OR_RETURN(
+        t, r.Read("embeddings.token_type_embeddings.weight", {c_.type_vocab_size, H}));
+    ORCHID_ASSIGN_OR_RETURN(embed_.type, b.AddTable(std::move(t)));
+  }
+  ORCHID_ASSIGN_OR_RETURN(embed_.norm, norm(nomic ? "emb_ln" : "embeddings.LayerNorm"));
+
+  layers_.resize(size_t(c_.num_hidden_layers));
+  for (int i = 0; i < c_.num_hidden_layers; ++i) {
+    Layer& l = layers_[size_t(i)];
+    const std::string n = std::to_string(i);
+    if (nomic) {
+      const std::string p = "encoder.layers." + n + ".";
+      ORCHID_ASSIGN_OR_RETURN(l.qkv, linear(p + "attn.Wqkv", 3 * H, H, c_.qkv_bias));
+      ORCHID_ASSIGN_OR_RETURN(l.o, linear(p + "attn.out_proj", H, H, c_.qkv_bias));
+      ORCHID_ASSIGN_OR_RETURN(l.attn_norm, norm(p + "norm1"));
+      // fc11 is the up projection, fc12 the gated one (transformers' conversion mapping).
+      Tensor up, gate, ub, gb;
+      ORCHID_ASSIGN_OR_RETURN(up, r.Read(p + "mlp.fc11.weight", {I, H}));
+      ORCHID_ASSIGN_OR_RETURN(gate, r.Read(p + "mlp.fc12.weight", {I, H}));
+      if (c_.mlp_in_bias) {
+        ORCHID_ASSIGN_OR_RETURN(ub, r.Read(p + "mlp.fc11.bias", {I}));
+        ORCHID_ASSIGN_OR_RETURN(gb, r.Read(p + "mlp.fc12.bias", {I}));
+      }
+      const Tensor bias = c_.mlp_in_bias ? Concat0({&gb, &ub}) : Tensor();
+      ORCHID_ASSIGN_OR_RETURN(l.gate_up,
+                              b.AddLinear(Concat0({&gate, &up}), c_.mlp_in_bias ? &bias : nullptr));
+      ORCHID_ASSIGN_OR_RETURN(l.down, linear(p + "mlp.fc2", H, I, c_.mlp_out_bias));
+      ORCHID_ASSIGN_OR_RETURN(l.mlp_norm, norm(p + "norm2"));
+    } else {
+      const std::string p = "encoder.layer." + n + ".";
+      ORCHID_ASSIGN_OR_RETURN(l.qkv, linear(p + "attention.qkv_proj", 3 * H, H, c_.qkv_bias));
+      ORCHID_ASSIGN_OR_RETURN(l.o, linear(p + "attention.o_proj", H, H, c_.qkv_bias));
+      ORCHID_ASSIGN_OR_RETURN(l.attn_norm, norm(p + "attn_ln"));
+      ORCHID_ASSIGN_OR_RETURN(t, r.Read(p + "mlp.up_gate_proj.weight", {2 * I, H}));
+      ORCHID_ASSIGN_OR_RETURN(l.gate_up, b.AddLinear(SwapHalves(t), nullptr));
+      ORCHID_ASSIGN_OR_RETURN(l.down, linear(p + "mlp.down_proj", H, I, c_.mlp_out_bias));
+      ORCHID_ASSIGN_OR_RETURN(l.mlp_norm, norm(p + "mlp_ln"));
+    }
+  }
+
+  if (classifier_) {
+    // BERT's pooler (under the model's prefix) and the classifier, at full precision.
+    const int64_t L = c_.num_labels;
+    const ops::LinearOptions full{.full_precision = true};
+    Tensor w, wb, wo, ob;
+    ORCHID_ASSIGN_OR_RETURN(w, r.Read("pooler.dense.weight", {H, H}));
+    ORCHID_ASSIGN_OR_RETURN(wb, r.Read("pooler.dense.bias", {H}));
+    ORCHID_ASSIGN_OR_RETURN(wo, r.ReadUnprefixed("classifier.weight", {L, H}));
+    ORCHID_ASSIGN_OR_RETURN(ob, r.ReadUnprefixed("classifier.bias", {L}));
+    ORCHID_ASSIGN_OR_RETURN(head_dense_, b.AddLinear(w, &wb, full));
+    ORCHID_ASSIGN_OR_RETURN(head_out_, b.AddLinear(wo, &ob, full));
+  }
+
+  const int heads = c_.num_attention_heads;
+  attention_ = {heads, heads, c_.head_dim(), false};
+  rope_.num_heads = rope_.num_kv_heads = heads;
+  rope_.head_dim = c_.head_dim();
+  rope_.theta = c_.rope_theta;
+  rope_.inv_freq_divisor = c_.rope_inv_freq_divisor;
+  gate_ = GateOf(c_.gate);
+  qkv_ = b.AddBuffer("qkv", Rows::kTokens, int(3 * H));
+  for (Rows rows : {Rows::kTokens, Rows::kPooled}) {
+    Activations& a = rows == Rows::kTokens ? all_ : pooled_;
+    a.x = b.AddBuffer("hidden", rows, int(H));
+    a.ctx = b.AddBuffer("context", rows, int(H));
+    a.gate_up = b.AddBuffer("gate_up", rows, int(2 * I));
+    a.act = b.AddBuffer("mlp", rows, int(I));
+  }
+  hidden_ = all_.x;
+  if (classifier_) {
+    pooled_vec_ = b.AddBuffer("pooled", Rows::kSequences, int(H), Precision::kAccumulator);
+    head_hidden_ = b.AddBuffer("head", Rows::kSequences, int(H), Precision::kAccumulator);
+    output_ = b.AddBuffer("logits", Rows::kSequences, c_.num_labels, Precision::kAccumulator);
+  } else {
+    ORCHID_RETURN_IF_ERROR(embedding_.Load(spec, b));
+    output_ = embedding_.output();
+  }
+  return Status::Ok();
+}
+
+Status RopeEncoder::Forward(ops::Backend& b) const {
+  ORCHID_RETURN_IF_ERROR(b.Embed(embed_, all_.x));
+  const bool prune = b.prune_last_layer();
+  const Activations* a = &all_;
+  for (size_t li = 0; li < layers_.size(); ++li) {
+    const Layer& l = layers_[li];
+    ORCHID_RETURN_IF_ERROR(b.Linear(all_.x, l.qkv, qkv_));
+    ORCHID_RETURN_IF_ERROR(b.QkNormRope(qkv_, rope_));
+    if (li + 1 == layers_.size() && prune) {
+      // The last layer after attention on the pooled rows only.
+      ORCHID_RETURN_IF_ERROR(b.Attention(qkv_, pooled_.ctx, attention_));
+      ORCHID_RETURN_IF_ERROR(b.GatherPooled(all_.x, pooled_.x));
+      a = &pooled_;
+    } else {
+      ORCHID_RETURN_IF_ERROR(b.Attention(qkv_, all_.ctx, attention_));
+    }
+    ORCHID_RETURN_IF_ERROR(b.Linear(a->ctx, l.o, a->x, Epilogue::kResidualAdd));
+    ORCHID_RETURN_IF_ERROR(b.Norm(a->x, l.attn_norm, a->x));
+    ORCHID_RETURN_IF_ERROR(b.Linear(a->x, l.gate_up, a->gate_up));
+    ORCHID_RETURN_IF_ERROR(b.Glu(a->gate_up, a->act, gate_));
+    ORCHID_RETURN_IF_ERROR(b.Linear(a->act, l.down, a->x, Epilogue::kResidualAdd));
+    ORCHID_RETURN_IF_ERROR(b.Norm(a->x, l.mlp_norm, a->x));
+  }
+  if (!classifier_) return embedding_.Forward(b, a->x);
+  ORCHID_RETURN_IF_ERROR(b.Pool(a->x, pooled_vec_, false));
+  ORCHID_RETURN_IF_ERROR(b.Linear(pooled_vec_, head_dense_, head_hidden_));
+  ORCHID_RETURN_IF_ERROR(b.Activate(head_hidden_, ops::Activation::kTanh));
+  return b.Linear(head_hidden_, head_out_, output_);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Family>> LoadRopeEncoder(const ModelSpec& spec, const SafetensorsFile& file,
+                                                ops::Backend& backend) {
+  return LoadAs<RopeEncoder>(spec, file, backend);
+}
+
+}  // namespace orchid
