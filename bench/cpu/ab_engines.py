@@ -7,7 +7,7 @@ that families_vs_torch.py caches in models/bench/, and all-MiniLM-L6-v2) and tim
 ids; single runs alternate A, B, A, B ... until each side has >= --min-iters runs and
 >= --min-seconds, so a noisy neighbour's drift lands on both. Reports each side's median and the
 ratio B / A of medians (above 1: B is slower), and checks that both first outputs agree
-(cosine). Writes Markdown + JSON to bench/results/ab-engines-*.
+(cosine). Writes Markdown + JSON + a PNG chart to bench/results/ab-engines-*.
 
   .venv-bench/bin/python bench/cpu/ab_engines.py --a OLD/orchid_engine_bench \
       --b build/orchid_engine_bench [--models xlmr-base,minilm-reranker] [--dtypes float32,bfloat16]
@@ -26,6 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench" / "cpu"))
 from engine_vs_torch import OrchidRunner, commit, machine  # noqa: E402
 from families_vs_torch import MODELS, make_model  # noqa: E402
+from plots import plot_after_run  # noqa: E402  (bench/, on the path from engine_vs_torch)
 
 MINILM = "all-MiniLM-L6-v2"
 
@@ -105,9 +106,11 @@ def main():
     Path(base + ".md").write_text("\n".join(lines) + "\n")
     Path(base + ".json").write_text(json.dumps({"machine": machine(), "commit": commit(),
                                                 "date": date.isoformat(), "a": args.a, "b": args.b,
+                                                "a_label": args.a_label, "b_label": args.b_label,
                                                 "rows": rows}, indent=1))
     print("\n".join(lines))
     print(f"wrote {base}.md", file=sys.stderr)
+    plot_after_run(base + ".json")
 
 
 if __name__ == "__main__":

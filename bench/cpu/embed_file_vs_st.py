@@ -11,7 +11,7 @@ sentence-transformers' (cosine >= 0.99999 for every sentence). Medians over --ru
 
   .venv-bench/bin/python bench/cpu/embed_file_vs_st.py [--sentences 4000] [--runs 3]
 
-Writes bench/results/embed-file-YYYYMMDD-HHMMSS.{md,json}.
+Writes bench/results/embed-file-YYYYMMDD-HHMMSS.{md,json,png}.
 """
 import argparse
 import csv
@@ -28,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from engine_vs_torch import SHARED, REPO, commit, machine  # noqa: E402
+from plots import plot_after_run  # noqa: E402  (bench/, on the path from engine_vs_torch)
 
 
 def main():
@@ -116,6 +117,7 @@ def main():
     with open(base + ".md", "w") as f:
         f.write("\n".join(md))
     print("\n".join(md))
+    plot_after_run(base + ".json")
 
 
 if __name__ == "__main__":

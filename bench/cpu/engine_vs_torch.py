@@ -5,7 +5,7 @@ Both sides get identical pre-tokenized batches (real STS-B text cut to exact len
 comparison is engine against engine: no HTTP, no tokenizer. Single runs of the two sides alternate
 (orchid_engine_bench --interactive keeps the model loaded), so the machine's drift lands on both.
 orchid's first embedding must match PyTorch's (cosine >= 0.99999; bfloat16 0.9998), or the run
-fails. Writes a Markdown table and the raw JSON to bench/results/.
+fails. Writes a Markdown table, the raw JSON and a PNG chart (bench/plots.py) to bench/results/.
 """
 import argparse
 import csv
@@ -22,6 +22,8 @@ import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.path.join(os.path.dirname(REPO), "shared", "data")
+sys.path.insert(0, os.path.join(REPO, "bench"))
+from plots import plot_after_run  # noqa: E402
 
 
 def machine():
@@ -239,6 +241,7 @@ def main():
         json.dump({"machine": machine(), "commit": commit(), "date": date, "threads": args.threads,
                    "torch": torch_version, "cases": raw}, f, indent=1)
     print(f"wrote {base}.md and .json", file=sys.stderr)
+    plot_after_run(base + ".json")
     if bad:
         print(f"FIDELITY FAILED for {bad}", file=sys.stderr)
         sys.exit(1)

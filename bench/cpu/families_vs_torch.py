@@ -34,7 +34,7 @@ text). Before timing, each first output is checked against PyTorch fp32's (cosin
 fp32 embeddings, >= 0.999 for bf16; |logit difference| <= 1e-3 for fp32 scores, <= 5e-2 for bf16).
 Timing alternates single runs of the two sides (orchid_engine_bench --interactive keeps the model
 loaded between them) until each has >= --min-iters runs and >= --min-seconds, so that a noisy
-neighbour's drift lands on both sides alike. Writes Markdown + JSON to bench/results/.
+neighbour's drift lands on both sides alike. Writes Markdown + JSON + a PNG chart to bench/results/.
 
   .venv-bench/bin/python bench/cpu/families_vs_torch.py [--quick]
 """
@@ -53,6 +53,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench" / "cpu"))
 sys.path.insert(0, str(REPO / "tests" / "fixtures" / "models"))
 from engine_vs_torch import OrchidRunner, commit, machine, percentiles, time_both  # noqa: E402
+from plots import plot_after_run  # noqa: E402  (bench/, on the path from engine_vs_torch)
 from build import st_files  # noqa: E402
 
 QWEN3_06B = dict(model_type="qwen3", architectures=["Qwen3Model"], vocab_size=151936, hidden_size=1024,
@@ -296,6 +297,7 @@ def main():
                                                 "threads": args.threads, "host_probe": probes, "cases": raw},
                                                indent=1))
     print(f"wrote {base}.md and .json", file=sys.stderr)
+    plot_after_run(base + ".json")
     if not all(r[10] for r in rows):
         sys.exit(1)
 

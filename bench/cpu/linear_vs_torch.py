@@ -14,7 +14,7 @@ Shapes, 8 x 512 tokens (m = 4096), weights [n, k] as nn.Linear stores them:
 
   cmake --build build --target orchid_linear_bench
   .venv-bench/bin/python bench/cpu/linear_vs_torch.py [--rounds 5] [--threads 1,2]
-Writes Markdown + JSON to bench/results/linear-vs-torch-<date>.{md,json}.
+Writes Markdown + JSON + a PNG chart to bench/results/linear-vs-torch-<date>.{md,json,png}.
 """
 import argparse
 import datetime
@@ -28,6 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench" / "cpu"))
 from engine_vs_torch import commit, machine  # noqa: E402
+from plots import plot_after_run  # noqa: E402  (bench/, on the path from engine_vs_torch)
 
 SHAPES = [
     ("xlmr.qkv", 768, 2304), ("xlmr.out", 768, 768), ("xlmr.up", 768, 3072), ("xlmr.down", 3072, 768),
@@ -125,6 +126,7 @@ def main():
                                                     indent=1))
     print("\n".join(lines))
     print(f"wrote {stem}.md", file=sys.stderr)
+    plot_after_run(stem.with_suffix(".json"))
 
 
 if __name__ == "__main__":

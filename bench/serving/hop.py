@@ -13,7 +13,7 @@ same rotation against the first (the A/A control), shows how large that is in ea
 
   python3 bench/serving/hop.py [--requests 3000] [--rounds 5] [--length 16] [--no-control]
 
-Writes bench/results/hop-YYYYMMDD-HHMMSS.{json,md}. Target (issue 4): hop ≤ +200 µs at p50.
+Writes bench/results/hop-YYYYMMDD-HHMMSS.{json,md,png}. Target (issue 4): hop ≤ +200 µs at p50.
 With build/orchid_rtt_bench built, it also records the floor: a bare HTTP /health and gRPC Health
 round trip on the same machine, no engine behind them.
 """
@@ -32,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import MODEL, ORCHID, REPO, free_port, start, stop  # noqa: E402
+from plots import plot_after_run  # noqa: E402  (bench/, on the path from run)
 
 
 def one_round(args, body, n, rtt, seed):
@@ -205,6 +206,7 @@ def main():
                "direct gRPC call: its HTTP side plus its gRPC client)."]
     base.with_suffix(".md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
+    plot_after_run(base.with_suffix(".json"))
 
 
 if __name__ == "__main__":

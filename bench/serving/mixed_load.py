@@ -16,7 +16,8 @@ Targets, one after another in one run on this machine (all-MiniLM-L6-v2, the def
 
 Last, `serve` and `serve --scheduling fcfs` run side by side and bulk-alone phases alternate
 between them (the cost of priority scheduling to bulk throughput, with the host's drift on both
-sides). Writes bench/results/mixed-load-<date>.md, .jsonl and .png (the plot). Usage, from the repo root
+sides). Writes bench/results/mixed-load-<date>.md, .jsonl, .png and -probe.png (bench/plots.py:
+the probe against bulk clients; every probe query over time). Usage, from the repo root
 after `make build model`:
     bench/serving/mixed_load.sh                   # installs Infinity + matplotlib into .venv-peer
     bench/serving/mixed_load.sh --targets serve,fcfs --phase-seconds 10
@@ -42,6 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import MODEL, ORCHID, REPO, free_port, start, stop  # noqa: E402
+from plots import plot_after_run  # noqa: E402  (bench/, on the path from run)
 
 NAME = "all-MiniLM-L6-v2"
 STSB = REPO.parent / "shared" / "data" / "stsb" / "stsb-en-train.csv"
@@ -217,15 +219,15 @@ def run_target(label, port, path, args, sents, out_rows):
     for _ in range(5):
         probe.one(rng.choice(queries))
     alone = probe.run(args.phase_seconds, rng)
-    row = {"target": label, "bulk_clients": 0, "probe_ms": alone, "bulk_docs_per_s": None,
-           "bulk_alone_docs_per_s": None, "tokens_per_bulk_request": tokens}
+    row = {"target": label, "bulk_clients": 0, "probe_ms": alone, "probe_interval_s": probe.interval,
+           "bulk_docs_per_s": None, "bulk_alone_docs_per_s": None, "tokens_per_bulk_request": tokens}
     out_rows.append(row)
     print(f"  {label}: probe alone p50 {pct(alone, .5):.1f} p99 {pct(alone, .99):.1f} ms", flush=True)
     for n in args.clients:
         only, _, err1 = bulk_phase(port, path, n, args.phase_seconds, docs_for)
         mixed, lat, err2 = bulk_phase(port, path, n, args.phase_seconds, docs_for, probe, rng)
-        row = {"target": label, "bulk_clients": n, "probe_ms": lat, "bulk_docs_per_s": mixed,
-               "bulk_alone_docs_per_s": only, "errors": err1 + err2,
+        row = {"target": label, "bulk_clients": n, "probe_ms": lat, "probe_interval_s": probe.interval,
+               "bulk_docs_per_s": mixed, "bulk_alone_docs_per_s": only, "errors": err1 + err2,
                "tokens_per_bulk_request": tokens}
         out_rows.append(row)
         print(f"  {label}: {n} bulk: probe p50 {pct(lat, .5):.1f} p99 {pct(lat, .99):.1f} ms, "
@@ -336,36 +338,9 @@ def report(rows, args, out, logs):
     with open(out.with_suffix(".jsonl"), "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib missing: no plot (bench/serving/mixed_load.sh installs it)")
-        return
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
-    for label in dict.fromkeys(r["target"] for r in rows if "target" in r):
-        rs = [r for r in rows if r.get("target") == label and "probe_ms" in r]
-        xs = [r["bulk_clients"] for r in rs]
-        a.plot(xs, [pct(r["probe_ms"], .99) for r in rs], "o-", label=label)
-        rb = [r for r in rs if r["bulk_docs_per_s"]]
-        line, = b.plot([r["bulk_clients"] for r in rb], [r["bulk_docs_per_s"] for r in rb], "o-",
-                       label=label)
-        b.plot([r["bulk_clients"] for r in rb], [r["bulk_alone_docs_per_s"] for r in rb], ":",
-               color=line.get_color())
-    a.set_xticks([0] + args.clients)
-    b.set_xticks(args.clients)
-    a.set_yscale("log")
-    a.set_xlabel("bulk clients")
-    a.set_ylabel("probe p99 latency, ms (log)")
-    a.axhline(100, color="grey", ls=":", lw=1)
-    a.legend()
-    b.set_xlabel("bulk clients")
-    b.set_ylabel("bulk docs/s (dotted: without the probe)")
-    b.set_ylim(bottom=0)
-    fig.suptitle(f"{NAME}: query probe under bulk load ({machine()})", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(out.with_suffix(".png"), dpi=110)
+    # The charts (bench/plots.py): probe p99 and bulk docs/s against bulk clients (.png), and
+    # every probe's latency over time (-probe.png).
+    plot_after_run(out.with_suffix(".jsonl"))
 
 
 def main():

@@ -7,7 +7,7 @@ on this machine, against
   infinity  Infinity (infinity-emb, PyTorch backend), a server a user would pick instead
 plus `offline`: the same model on the in-process engine, no server (the ceiling for `serve`).
 
-Writes bench/results/serving-<date>.md and .jsonl. Usage (from the repo root, after make build):
+Writes bench/results/serving-<date>.md, .jsonl and .png (bench/plots.py). Usage (from the repo root, after make build):
     bench/serving/run.sh            # installs Infinity into .venv-peer on first use
     SKIP_PEER=1 bench/serving/run.sh
 """
@@ -25,6 +25,8 @@ import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+from plots import plot_after_run  # noqa: E402
 ORCHID = Path(os.environ.get("ORCHID_BIN", REPO / "build" / "orchid"))
 MODEL = REPO / "models" / "all-MiniLM-L6-v2"
 PEER_PY = REPO / ".venv-peer" / "bin" / "python"
@@ -253,6 +255,7 @@ def write_markdown(out, day, peer_version):
     path = out.with_suffix(".md")
     path.write_text("\n".join(md) + "\n")
     print(f"wrote {path}")
+    plot_after_run(out)
 
 
 if __name__ == "__main__":

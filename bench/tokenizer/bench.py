@@ -11,7 +11,8 @@ Peers: `tokenizers` per call (`encode`) and batched (`encode_batch`, one thread)
 Unigram SentencePiece's C++ library through the `sentencepiece` package (`encode`, ids). orchid
 is timed in-process by build/orchid_tokenizer_bench (Tokenizer::Encode, no JSON I/O); the peers
 are timed from Python, so their numbers include the binding's per-call overhead, which is how
-applications call them. Writes bench/results/tokenizer-<date>.md.
+applications call them. Writes bench/results/tokenizer-<date>.md, the same numbers as .json, and
+a chart of them as .png (bench/plots.py).
 """
 import argparse
 import csv
@@ -34,6 +35,8 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 from tokenizers import Tokenizer  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+from plots import plot_after_run  # noqa: E402
 STSB = REPO.parent / "shared" / "data" / "stsb"
 TOKENIZERS = [
     ("WordPiece (all-MiniLM-L6-v2)", REPO / "models/all-MiniLM-L6-v2/tokenizer.json"),
@@ -291,8 +294,14 @@ def write_markdown(results, out):
     text = "\n".join(L) + "\n"
     out = Path(out) if out else REPO / "bench/results" / f"tokenizer-{date:%Y-%m-%d}.md"
     out.write_text(text)
+    out.with_suffix(".json").write_text(json.dumps({
+        "machine": f"{cpu}, {cores} logical cores, {platform.system()} {platform.release()}",
+        "commit": commit, "date": f"{date:%Y-%m-%d %H:%M} UTC", "load_at_start": LOAD_AT_START[0],
+        "tokenizers_version": md.version("tokenizers"), "sentencepiece_version": spm_version,
+        "results": results}, indent=1) + "\n")
     print(text)
-    print(f"bench: wrote {out}", file=sys.stderr)
+    print(f"bench: wrote {out} and .json", file=sys.stderr)
+    plot_after_run(out.with_suffix(".json"))
 
 
 if __name__ == "__main__":

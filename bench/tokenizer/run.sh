@@ -15,7 +15,7 @@ if [ -z "$PY" ]; then
 fi
 if [ -z "$PY" ]; then
   [ -x .venv-bench/bin/python ] || python3 -m venv .venv-bench
-  .venv-bench/bin/pip install -q tokenizers sentencepiece
+  .venv-bench/bin/pip install -q tokenizers sentencepiece matplotlib
   PY=.venv-bench/bin/python
 fi
 cmake --build "$BUILD" --target orchid_tokenizer_bench >/dev/null
