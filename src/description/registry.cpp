@@ -71,6 +71,12 @@ Architecture Classify(const std::string& arch, const std::string& model_type) {
   if (is({"ModernBertForSequenceClassification"})) {
     return {true, FamilyKind::kModernBert, false, true};
   }
+  if (is({"DebertaV2Model", "deberta-v2", "DebertaV2ForMaskedLM"})) {
+    return {true, FamilyKind::kDeberta};
+  }
+  if (is({"DebertaV2ForSequenceClassification"})) {
+    return {true, FamilyKind::kDeberta, false, true};
+  }
   // NomicBERT (nomic-embed-text) and GTE v1.5 / gte-multilingual ("new"; transformers: "gte").
   if (is({"NomicBertModel", "nomic_bert", "NomicBertForPreTraining", "NomicBertForMaskedLM"})) {
     return {true, FamilyKind::kRopeEncoder};
@@ -284,6 +290,24 @@ Status DescribeRopeEncoder(const Architecture& kind, const JsonFile& config,
   return Status::Ok();
 }
 
+Status DescribeDeberta(const Architecture& kind, const JsonFile& config,
+                       const SentenceTransformersConfig& st, ModelSpec* spec) {
+  ORCHID_ASSIGN_OR_RETURN(spec->deberta, ReadDebertaConfig(spec->config_path));
+  const DebertaConfig& c = spec->deberta;
+  ModelInfo& info = spec->info;
+  info.vocab_size = c.vocab_size;
+  info.type_vocab_size = c.type_vocab_size;
+  info.hidden_size = c.hidden_size;
+  info.max_position_embeddings = c.max_position_embeddings;
+  ORCHID_RETURN_IF_ERROR(CheckWordEmbeddingDimension(*spec, st));
+  info.max_seq_length = MaxSeqLength(st, info.max_position_embeddings);
+  if (kind.classifier) {
+    return DescribeScorer(config, HeadKind::kDebertaPooler, c.num_labels, c.labels, c.multi_label,
+                          Pooling::kCls, spec);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 const char* FamilyName(FamilyKind f) {
@@ -296,6 +320,8 @@ const char* FamilyName(FamilyKind f) {
       return "ModernBERT";
     case FamilyKind::kRopeEncoder:
       return "rotary encoder";
+    case FamilyKind::kDeberta:
+      return "DeBERTa-v2";
   }
   return "?";
 }
@@ -323,7 +349,7 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
         "\" is not supported (supported: BERT, RoBERTa, XLM-RoBERTa, CamemBERT, DistilBERT and "
         "MPNet encoders and their *ForSequenceClassification cross-encoders; ModernBERT "
         "encoders and cross-encoders; NomicBERT encoders; GTE (\"new\") encoders and "
-        "rerankers; Qwen3, Qwen2, Mistral, Llama and Gemma 3 decoders; "
+        "rerankers; DeBERTa-v2/v3 encoders and classifiers; Qwen3, Qwen2, Mistral, Llama and Gemma 3 decoders; "
         "Qwen3-Reranker)");
   }
   ORCHID_ASSIGN_OR_RETURN(SentenceTransformersConfig st, ReadSentenceTransformersConfig(dir));
@@ -342,6 +368,8 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
     ORCHID_RETURN_IF_ERROR(DescribeModernBert(kind, config, st, &spec));
   } else if (kind.family == FamilyKind::kRopeEncoder) {
     ORCHID_RETURN_IF_ERROR(DescribeRopeEncoder(kind, config, st, &spec));
+  } else if (kind.family == FamilyKind::kDeberta) {
+    ORCHID_RETURN_IF_ERROR(DescribeDeberta(kind, config, st, &spec));
   } else {
     ORCHID_RETURN_IF_ERROR(DescribeBert(kind, config, st, &spec));
   }
@@ -400,6 +428,9 @@ Status CheckBackend(const ModelSpec& spec, BackendKind backend) {
   if (spec.info.sparse) return refuse("SPLADE's vocabulary max-pooling");
   if (spec.family == FamilyKind::kModernBert) {
     return refuse("ModernBERT's GeGLU and sliding-window attention");
+  }
+  if (spec.family == FamilyKind::kDeberta) {
+    return refuse("its attention kernel has no disentangled relative positions (DeBERTa-v2)");
   }
   if (spec.family == FamilyKind::kRopeEncoder &&
       spec.rope_encoder.gate != RopeEncoderConfig::Gate::kSilu) {

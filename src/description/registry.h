@@ -9,6 +9,7 @@
 
 #include "core/status.h"
 #include "description/bert_config.h"
+#include "description/deberta_config.h"
 #include "description/decoder_config.h"
 #include "description/model_info.h"
 #include "description/modernbert_config.h"
@@ -23,6 +24,7 @@ enum class FamilyKind : uint8_t {
           // CamemBERT, DistilBERT, MPNet
   kModernBert,  // ModernBERT encoders (pre-LN, rotary, global / sliding-window layers, GeGLU)
   kRopeEncoder,  // post-LN encoders with rotary positions and a gated MLP: NomicBERT, GTE ("new")
+  kDeberta,      // DeBERTa-v2 / v3: post-LN, disentangled relative-position attention
   kDecoder,     // Llama-style decoders (Qwen3, Qwen2, Mistral, Llama), causal or bidirectional
                 // (pre-RMSNorm, RoPE, grouped-query attention, SwiGLU)
 };
@@ -35,6 +37,7 @@ enum class HeadKind : uint8_t {
   kRobertaClassifier,     // XLM-R / RoBERTa / MPNet: classifier.out_proj(tanh(classifier.dense(h)))
   kDistilBertClassifier,  // DistilBERT: classifier(relu(pre_classifier(h)))
   kModernBertHead,        // ModernBERT: classifier(LayerNorm(gelu(head.dense(h))))
+  kDebertaPooler,         // DeBERTa-v2: classifier(gelu(pooler.dense(h)))
   kSpladeMlm,             // SPLADE: the masked-LM head on every token, max-pooled, log1p(relu)
   kYesNoLogit,            // Qwen3-Reranker: logit(yes) - logit(no) from the output projection
 };
@@ -54,6 +57,7 @@ struct ModelSpec {
   DecoderConfig decoder;
   ModernBertConfig modernbert;
   RopeEncoderConfig rope_encoder;
+  DebertaConfig deberta;
   // sentence-transformers Dense modules after pooling (embedders), in order.
   std::vector<DenseModule> dense;
   // kSpladeMlm: log1p applications after the max (SentenceTransformersConfig::splade_log1p).

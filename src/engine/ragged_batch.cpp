@@ -1,5 +1,6 @@
 #include "engine/ragged_batch.h"
 
+#include <algorithm>
 #include <string>
 
 namespace orchid {
@@ -69,10 +70,12 @@ Status RaggedBatch::Validate(const ModelInfo& info) const {
                                 ") (the model's usable position embeddings)");
     }
   }
+  // A model without token-type embeddings (type_vocab_size 0) takes type 0, which adds nothing.
+  const int types = std::max(1, info.type_vocab_size);
   for (int32_t t : token_type_ids) {
-    if (t < 0 || t >= info.type_vocab_size) {
+    if (t < 0 || t >= types) {
       return Status::InvalidArgument("token type id " + std::to_string(t) + " is outside [0, " +
-                                     std::to_string(info.type_vocab_size) + ")");
+                                     std::to_string(types) + ")");
     }
   }
   for (int s = 0; s < num_sequences(); ++s) {

@@ -26,6 +26,8 @@ Result<std::unique_ptr<Family>> LoadFamily(const ModelSpec& spec, ops::Backend& 
       return LoadModernBert(spec, *file, backend);
     case FamilyKind::kRopeEncoder:
       return LoadRopeEncoder(spec, *file, backend);
+    case FamilyKind::kDeberta:
+      return LoadDeberta(spec, *file, backend);
   }
   return Status::Internal("unknown family");
 }

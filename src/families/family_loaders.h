@@ -28,6 +28,8 @@ Result<std::unique_ptr<Family>> LoadBert(const ModelSpec& spec, const Safetensor
                                          ops::Backend& backend);
 Result<std::unique_ptr<Family>> LoadModernBert(const ModelSpec& spec, const SafetensorsFile& file,
                                                ops::Backend& backend);
+Result<std::unique_ptr<Family>> LoadDeberta(const ModelSpec& spec, const SafetensorsFile& file,
+                                            ops::Backend& backend);
 Result<std::unique_ptr<Family>> LoadRopeEncoder(const ModelSpec& spec, const SafetensorsFile& file,
                                                 ops::Backend& backend);
 Result<std::unique_ptr<Family>> LoadDecoder(const ModelSpec& spec, const SafetensorsFile& file,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 namespace orchid::ops {
@@ -127,6 +128,24 @@ int RelativePositionBucket(int relative, int num_buckets, int max_distance) {
   return bucket + std::min(max_exact + int(scaled), half - 1);
 }
 
+int DebertaRelativeIndex(int relative, int span, int position_buckets,
+                         int max_relative_positions) {
+  int bucket = relative;
+  if (position_buckets > 0 && max_relative_positions > 0) {
+    const int mid = position_buckets / 2;
+    const int sign = relative > 0 ? 1 : relative < 0 ? -1 : 0;
+    const int abs_pos = relative < mid && relative > -mid ? mid - 1 : std::abs(relative);
+    if (abs_pos > mid) {
+      // ceil(log(abs / mid) / log((max - 1) / mid) * (mid - 1)) + mid, each step in fp32.
+      const float num = std::log(float(abs_pos) / float(mid));
+      const float den = std::log(float(double(max_relative_positions - 1) / double(mid)));
+      const float log_pos = std::ceil(num / den * float(mid - 1)) + float(mid);
+      bucket = int(log_pos) * sign;
+    }
+  }
+  return std::clamp(bucket + span, 0, 2 * span - 1);
+}
+
 Status Backend::Attention(Buffer qkv, Buffer out, const AttentionOptions& a) {
   const BufferDecl &q = decl(qkv), &o = decl(out);
   ORCHID_CONTRACT(a.scale >= 0 && a.window >= 0, "Attention", "scale or window");
@@ -136,6 +155,16 @@ Status Backend::Attention(Buffer qkv, Buffer out, const AttentionOptions& a) {
       "Attention", "relative bias table is not [buckets, heads]");
   ORCHID_CONTRACT(a.head_dim > 0 && a.num_kv_heads > 0 && a.num_heads % a.num_kv_heads == 0,
                   "Attention", "head shape");
+  for (const Table* t : {&a.pos_key, &a.pos_query}) {
+    ORCHID_CONTRACT(!t->valid() || (t->width == a.num_heads * a.head_dim && t->rows >= 2 &&
+                                    t->rows % 2 == 0 && a.num_kv_heads == a.num_heads),
+                    "Attention", "relative position keys / queries are not [2 span, heads x dim]");
+  }
+  ORCHID_CONTRACT(!a.causal || (!a.pos_key.valid() && !a.pos_query.valid()), "Attention",
+                  "relative position keys / queries with causal attention");
+  ORCHID_CONTRACT(!a.pos_key.valid() || !a.pos_query.valid() ||
+                      a.pos_key.rows == a.pos_query.rows,
+                  "Attention", "relative position keys and queries of different spans");
   ORCHID_CONTRACT(
       q.rows == Rows::kTokens && q.width == (a.num_heads + 2 * a.num_kv_heads) * a.head_dim,
       "Attention", Describe(q) + " is not [tokens, (q + 2 kv heads) x head_dim]");

@@ -109,6 +109,14 @@ struct AttentionOptions {
   // all layers. Invalid: none.
   Table relative_bias;  // [num_buckets, num_heads]
   int relative_max_distance = 128;
+  // DeBERTa-v2 disentangled attention: the relative-position keys and queries of this layer
+  // (its Wk / Wq applied to the shared relative embeddings, times the score scale), each
+  // [2 span, num_heads * head_dim] or invalid. Query i and key j of head h add
+  //   pos_key[r]_h . q_i (content to position) + pos_query[r]_h . k_j (position to content),
+  //   r = DebertaRelativeIndex(i - j, span, position_buckets, max_relative_positions).
+  Table pos_key, pos_query;
+  int position_buckets = 0;        // > 0: log-bucketed distances (DeBERTa-v3); else exact
+  int max_relative_positions = 0;  // the log buckets' range
   float scale = 0.0f;  // the scores' scale; 0: 1 / sqrt(head_dim) (Gemma: query_pre_attn_scalar)
   // > 0: a sliding window (Gemma's local layers). Query i sees keys j with |i - j| < window
   // (bidirectional) or 0 <= i - j < window (causal).
@@ -120,6 +128,11 @@ struct AttentionOptions {
 // rest logarithmic up to max_distance (computed in fp32 as transformers does, so that the
 // boundaries fall where the reference puts them).
 int RelativePositionBucket(int relative, int num_buckets, int max_distance);
+
+// DeBERTa-v2's relative position index of query i and key j (relative = i - j): transformers'
+// make_log_bucket_position (when position_buckets > 0, in fp32 as it computes it) shifted by
+// span and clamped to [0, 2 span).
+int DebertaRelativeIndex(int relative, int span, int position_buckets, int max_relative_positions);
 
 // Per-head RMSNorm of q and k (when the weights are given) then rotary embedding (neox layout,
 // angle = position * theta^(-2i/head_dim)) on the fused [Q | K | V] rows of qkv; V untouched.

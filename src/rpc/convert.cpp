@@ -286,7 +286,8 @@ void ToProto(const WorkerModel& model, int max_batch_tokens, v1::InfoResponse* o
   out->set_causal(model.info.causal);
   for (const std::string& label : model.info.labels) out->add_labels(label);
   out->set_multi_label(model.info.multi_label);
-  out->set_type_vocab_size(uint32_t(std::max(0, model.info.type_vocab_size)));
+  // 0 on the wire means "not told" (older workers): a model without token types says 1.
+  out->set_type_vocab_size(uint32_t(std::max(1, model.info.type_vocab_size)));
   out->set_sparse(model.info.sparse);
   out->set_max_input_tokens(uint32_t(model.max_input_tokens));
   out->set_vocab_size(model.info.vocab_size);

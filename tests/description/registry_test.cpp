@@ -43,6 +43,10 @@ TEST(RegistryTest, DescribesEveryFixtureOnce) {
       {"gte-embed", FamilyKind::kRopeEncoder, HeadKind::kNone, ModelTask::kEmbed, Pooling::kCls},
       {"gte-cross-encoder", FamilyKind::kRopeEncoder, HeadKind::kBertPooler, ModelTask::kScore,
        Pooling::kCls},
+      {"deberta-classifier", FamilyKind::kDeberta, HeadKind::kDebertaPooler, ModelTask::kScore,
+       Pooling::kCls},
+      {"deberta-cross-encoder", FamilyKind::kDeberta, HeadKind::kDebertaPooler, ModelTask::kScore,
+       Pooling::kCls},
       {"qwen3-embed", FamilyKind::kDecoder, HeadKind::kNone, ModelTask::kEmbed,
        Pooling::kLastToken},
       {"qwen2-embed", FamilyKind::kDecoder, HeadKind::kNone, ModelTask::kEmbed,
@@ -130,6 +134,18 @@ TEST(RegistryTest, CudaRefusesGteForItsGeluGate) {
   const Status st = CheckBackend(*spec, BackendKind::kCuda);
   ASSERT_EQ(st.code(), StatusCode::kUnimplemented);
   EXPECT_NE(st.message().find("GELU gate"), std::string::npos) << st.message();
+}
+
+// DeBERTa's disentangled attention has no CUDA kernel: refused on CUDA, for that reason.
+TEST(RegistryTest, CudaRefusesDebertaForItsDisentangledAttention) {
+  auto spec = DescribeModel(kModels + "/deberta-classifier");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->deberta.span(), 64);
+  EXPECT_EQ(spec->deberta.scale_factor(), 3);
+  EXPECT_EQ(spec->info.num_labels, 3);
+  const Status st = CheckBackend(*spec, BackendKind::kCuda);
+  ASSERT_EQ(st.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(st.message().find("disentangled"), std::string::npos) << st.message();
 }
 
 TEST(RegistryTest, MissingDirectoryOrConfigIsAnError) {

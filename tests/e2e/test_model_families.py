@@ -2,7 +2,7 @@
 `orchid serve` (several models, picked by the request's `model`) and behind a gateway with one
 worker per model: Qwen2, Mistral and Llama decoders; Gemma 3 (EmbeddingGemma's layout, with
 sentence-transformers Dense modules); DistilBERT, MPNet, RoBERTa and CamemBERT encoders and
-cross-encoders; ModernBERT; NomicBERT; GTE embedders and rerankers; max and weighted-mean pooling. Texts go through the HTTP API (the server tokenizes them); the
+cross-encoders; ModernBERT; NomicBERT; GTE embedders and rerankers; DeBERTa-v3 / v2 classifiers; max and weighted-mean pooling. Texts go through the HTTP API (the server tokenizes them); the
 answers are compared with what transformers computed for the same texts
 (tests/fixtures/models/reference, made by make_reference.py from the random-weight fixtures that
 `make fixtures` builds). /v1/models lists each with its task, and /info describes the default."""
@@ -22,7 +22,8 @@ EMBEDDERS = ["qwen2-embed", "mistral-embed", "llama-embed", "distilbert-embed", 
              "modernbert-embed", "nomic-embed", "gte-embed"]
 SCORERS = ["distilbert-cross-encoder", "camembert-cross-encoder",  # one label: /v1/score
            "modernbert-cross-encoder", "gte-cross-encoder"]
-CLASSIFIERS = ["mpnet-cross-encoder"]  # two named labels: /predict
+# Named labels: /predict (the DeBERTa ones with the reference's own inputs: pairs and texts).
+CLASSIFIERS = ["mpnet-cross-encoder", "deberta-classifier", "deberta-cross-encoder"]
 MODELS = EMBEDDERS + SCORERS + CLASSIFIERS
 
 
@@ -65,10 +66,11 @@ def check_models(url):
         np.testing.assert_allclose(got, expected(name, len(PAIRS))[:, 0], atol=1e-4, err_msg=name)
     for name in CLASSIFIERS:
         labels = json.loads((FIXTURES / name / "config.json").read_text())["id2label"]
-        r = post(url, "/predict", {"model": name, "inputs": [list(p) for p in PAIRS],
-                                   "raw_scores": True})
+        with open(REFERENCE / f"{name}.json", encoding="utf-8") as f:
+            inputs = json.load(f).get("inputs") or [list(p) for p in PAIRS]
+        r = post(url, "/predict", {"model": name, "inputs": inputs, "raw_scores": True})
         assert r.status_code == 200, (name, r.text)
-        want = expected(name, len(PAIRS))
+        want = expected(name, len(inputs))
         for i, one in enumerate(r.json()):
             got = {p["label"]: p["score"] for p in one}
             np.testing.assert_allclose([got[labels[str(j)]] for j in range(len(labels))], want[i],

@@ -259,6 +259,7 @@ TEST(RecordingBackendTest, EachFamilyIssuesTheSameOpsInsideItsArenaForOneBucket)
                              ? spec->modernbert.num_hidden_layers
                          : spec->family == FamilyKind::kRopeEncoder
                              ? spec->rope_encoder.num_hidden_layers
+                         : spec->family == FamilyKind::kDeberta ? spec->deberta.num_hidden_layers
                              : spec->decoder.num_hidden_layers;
       EXPECT_EQ(attention, size_t(layers));
       const std::string out = b.decl((*family)->output()).name;

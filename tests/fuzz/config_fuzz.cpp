@@ -1,5 +1,5 @@
 // Arbitrary bytes as the JSON files of a model directory: config.json (ReadBertConfig,
-// ReadDecoderConfig, ReadModernBertConfig, ReadRopeEncoderConfig), modules.json, the Pooling, Dense and SpladePooling
+// ReadDecoderConfig, ReadModernBertConfig, ReadRopeEncoderConfig, ReadDebertaConfig), modules.json, the Pooling, Dense and SpladePooling
 // modules' config.json and sentence_bert_config.json (ReadSentenceTransformersConfig). The readers take paths, so each input is written into a
 // private temporary directory; they must return an error or a config, never crash.
 #include <unistd.h>
@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "description/bert_config.h"
+#include "description/deberta_config.h"
 #include "description/decoder_config.h"
 #include "description/modernbert_config.h"
 #include "description/rope_encoder_config.h"
@@ -63,6 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)orchid::ReadBertConfig(g_dir + "/config.json").ok();
   (void)orchid::ReadDecoderConfig(g_dir + "/config.json").ok();
   (void)orchid::ReadModernBertConfig(g_dir + "/config.json").ok();
+  (void)orchid::ReadDebertaConfig(g_dir + "/config.json").ok();
   for (auto variant : {orchid::RopeEncoderConfig::Variant::kNomic,
                        orchid::RopeEncoderConfig::Variant::kGte}) {
     (void)orchid::ReadRopeEncoderConfig(g_dir + "/config.json", variant).ok();

@@ -57,9 +57,10 @@ def config_seeds():
     for rel in ["config.json", "modules.json", "1_Pooling/config.json", "sentence_bert_config.json"]:
         put("config_fuzz", (MODEL / rel).read_bytes())
     # The model-family fixtures' configs (Qwen3 bidirectional, an XLM-R cross-encoder, NomicBERT and
-    # NewModel in their published fields).
+    # NewModel in their published fields, DeBERTa-v3 and v2).
     fixtures = REPO / "models" / "fixtures"
-    for name in ["qwen3-bidir", "xlmr-cross-encoder", "bert-classifier", "nomic-embed", "gte-embed"]:
+    for name in ["qwen3-bidir", "xlmr-cross-encoder", "bert-classifier", "nomic-embed", "gte-embed",
+                 "deberta-classifier", "deberta-cross-encoder"]:
         put("config_fuzz", (fixtures / name / "config.json").read_bytes())
 
 

@@ -311,6 +311,17 @@ TEST(ModelFamiliesTest, GteReranker) {
   CheckModel("gte-cross-encoder", ModelTask::kScore, Pooling::kCls, false);
 }
 
+// DeBERTa-v3 (disentangled attention sharing Wq / Wk, LayerNorm-ed relative embeddings, 64 log
+// buckets: the 512-token pair reaches the log buckets and the clamp; 3 labels) and DeBERTa-v2's
+// older settings (own pos_key_proj / pos_query_proj, exact distances, absolute positions).
+TEST(ModelFamiliesTest, DebertaV3Classifier) {
+  CheckModel("deberta-classifier", ModelTask::kScore, Pooling::kCls, false);
+}
+
+TEST(ModelFamiliesTest, DebertaV2CrossEncoder) {
+  CheckModel("deberta-cross-encoder", ModelTask::kScore, Pooling::kCls, false);
+}
+
 // SPLADE (BertForMaskedLM + sentence-transformers' SpladePooling): every vocabulary term's
 // weight, max over the tokens of log(1 + relu(MLM logit)), against transformers' logits through
 // sentence-transformers' own SpladePooling (the reference keeps the non-zero terms only).
@@ -386,6 +397,7 @@ TEST(ModelFamiliesTest, Bfloat16LinearLayersStayClose) {
   CheckModel("nomic-embed", ModelTask::kEmbed, Pooling::kMean, false, t, bf16);
   CheckModel("gte-embed", ModelTask::kEmbed, Pooling::kCls, false, t, bf16);
   CheckModel("gte-cross-encoder", ModelTask::kScore, Pooling::kCls, false, t, bf16);
+  CheckModel("deberta-classifier", ModelTask::kScore, Pooling::kCls, false, t, bf16);
 }
 
 // --gemm blas on every family: OpenBLAS for the linear layers and attention, same fp32 bar.
@@ -403,6 +415,7 @@ TEST(ModelFamiliesTest, BlasGemmPathMeetsTheFloat32Bar) {
   CheckModel("gemma3-embed", ModelTask::kEmbed, Pooling::kMean, false, t);
   CheckModel("nomic-embed", ModelTask::kEmbed, Pooling::kMean, false, t);
   CheckModel("gte-cross-encoder", ModelTask::kScore, Pooling::kCls, false, t);
+  CheckModel("deberta-classifier", ModelTask::kScore, Pooling::kCls, false, t);
 }
 
 // What the loader reads beyond the weights: activation, pair format, usable positions.

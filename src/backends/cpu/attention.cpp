@@ -28,7 +28,13 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
   const size_t k_size = round16(PackedSize(max_len, head_dim));
   const size_t v_size = round16(PackedSize(head_dim, max_len));
   const size_t q_size = round16(size_t(max_len) * size_t(head_dim));
-  const size_t stride = scores_size + k_size + v_size + q_size;
+  // DeBERTa: the content-to-position and position-to-content products of one head, over the
+  // table rows [pos_lo, pos_lo + pos_cols) the batch's distances reach.
+  const bool disentangled = shape.pos_key != nullptr || shape.pos_query != nullptr;
+  const int pos_lo = disentangled ? shape.pos_index[0] : 0;
+  const int pos_cols = disentangled ? shape.pos_index[2 * max_len - 2] - pos_lo + 1 : 0;
+  const size_t pos_size = round16(size_t(max_len) * size_t(pos_cols));
+  const size_t stride = scores_size + k_size + v_size + q_size + 2 * pos_size;
   const int threads = PoolSize(pool);
   scratch->Reserve(stride * size_t(threads));
   const float scale = shape.scale > 0 ? shape.scale : 1.0f / std::sqrt(float(head_dim));
@@ -58,6 +64,36 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
     }
   };
 
+  // DeBERTa's disentangled terms on rows [r0, r1) of head h's scores (all keys): q_in and k are
+  // the head's Q and K rows of the sequence (ld_qkv apart), pos the thread's 2 pos_size floats.
+  auto add_disentangled = [&](int h, const float* q_in, const float* k, int len, float* scores,
+                              int ld, int r0, int r1, float* pos) {
+    if (!disentangled) return;
+    float* c2p = pos;
+    float* p2c = pos + pos_size;
+    const size_t table_offset = size_t(pos_lo) * size_t(hidden) + size_t(h) * head_dim;
+    if (shape.pos_key != nullptr) {
+      Gemm(false, true, r1 - r0, pos_cols, head_dim, 1.0f, q_in + size_t(r0) * ld_qkv, ld_qkv,
+           shape.pos_key + table_offset, hidden, 0.0f, c2p, pos_cols);
+    }
+    if (shape.pos_query != nullptr) {
+      Gemm(false, true, len, pos_cols, head_dim, 1.0f, k, ld_qkv, shape.pos_query + table_offset,
+           hidden, 0.0f, p2c, pos_cols);
+    }
+    for (int i = r0; i < r1; ++i) {
+      float* r = scores + size_t(i) * ld;
+      const int32_t* index = shape.pos_index + (i + max_len - 1);  // index[-j]: i - j
+      const float* c = c2p + size_t(i - r0) * pos_cols;
+      for (int j = 0; j < len; ++j) {
+        const int u = index[-j] - pos_lo;
+        float add = 0.0f;
+        if (shape.pos_key != nullptr) add += c[u];
+        if (shape.pos_query != nullptr) add += p2c[size_t(j) * pos_cols + size_t(u)];
+        r[j] += add;
+      }
+    }
+  };
+
   // Sequence s, key/value head g, and query heads [h0, h1) of those that read it (g * group to
   // (g + 1) * group): K and V are packed once for all of them.
   auto kv_head = [&](int thread, int s, int g, int h0, int h1) {
@@ -65,6 +101,7 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
     float* k_packed = scores + scores_size;
     float* v_packed = k_packed + k_size;
     float* q_rows = v_packed + v_size;
+    float* pos = q_rows + q_size;
     const int start = cu_seqlens[s], len = cu_seqlens[s + 1] - start;
     // The query rows [q0, q1) of the sequence that are wanted; the keys and values are all of it.
     const int q0 = query_rows != nullptr ? query_rows[2 * s] : 0;
@@ -90,6 +127,7 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
           Gemm(false, true, r1 - r0, keys, head_dim, scale, q_in + size_t(r0) * ld_qkv, ld_qkv, k,
                ld_qkv, 0.0f, s_rows, len);
           add_bias(h, scores, len, r0, r1, keys);
+          add_disentangled(h, q_in, k, len, scores, len, r0, r1, pos);
           if (causal || window > 0) {
             for (int i = r0; i < r1; ++i) softmax_row(scores + size_t(i) * len, i, keys);
           } else {
@@ -116,6 +154,7 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
         PackedGemmTiles(q, ldq, kt, scale, nullptr, scores, len, Epilogue::kNone, q0, q1, 0,
                         kt.panels());
         add_bias(h, scores, len, q0, q1, len);
+        add_disentangled(h, q_in, k, len, scores, len, q0, q1, pos);
         if (window > 0) {
           for (int i = q0; i < q1; ++i) softmax_row(scores + size_t(i) * len, i, len);
         } else {

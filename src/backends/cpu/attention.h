@@ -28,6 +28,13 @@ struct AttentionShape {
   // sequence. MPNet's relative position bias.
   const float* relative_bias = nullptr;
   int span = 0;
+  // Optional, bidirectional only (DeBERTa-v2's disentangled attention): tables of rows of
+  // num_heads * head_dim floats (either may be null); query i and key j of head h add
+  // q_i . pos_key[r]_h + k_j . pos_query[r]_h, r = pos_index[(i - j) + max_len - 1] (max_len:
+  // the batch's longest sequence; pos_index non-decreasing).
+  const float* pos_key = nullptr;
+  const float* pos_query = nullptr;
+  const int32_t* pos_index = nullptr;
   float scale = 0.0f;  // the scores' scale; 0: 1 / sqrt(head_dim)
   // > 0: a sliding window. Query i sees keys j with |i - j| < window (bidirectional) or
   // 0 <= i - j < window (causal); the others get exactly zero weight.

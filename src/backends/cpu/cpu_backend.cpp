@@ -176,6 +176,22 @@ Status CpuBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::Atte
     shape.relative_bias = relative_bias_.data();
     shape.span = span;
   }
+  if (o.pos_key.valid() || o.pos_query.valid()) {
+    // DeBERTa: the table row of every distance i - j the batch has.
+    int max_len = 1;
+    for (int s = 0; s < batch.num_sequences(); ++s) {
+      max_len = std::max(max_len, batch.cu_seqlens[size_t(s) + 1] - batch.cu_seqlens[size_t(s)]);
+    }
+    const int span = (o.pos_key.valid() ? o.pos_key : o.pos_query).rows / 2;
+    relative_index_.resize(size_t(2 * max_len - 1));
+    for (int d = -(max_len - 1); d <= max_len - 1; ++d) {
+      relative_index_[size_t(d + max_len - 1)] =
+          ops::DebertaRelativeIndex(d, span, o.position_buckets, o.max_relative_positions);
+    }
+    shape.pos_index = relative_index_.data();
+    if (o.pos_key.valid()) shape.pos_key = tables_[size_t(o.pos_key.id)].data();
+    if (o.pos_query.valid()) shape.pos_query = tables_[size_t(o.pos_query.id)].data();
+  }
   if (decl(out).rows == ops::Rows::kTokens) {
     RaggedAttention(pool_, data(qkv), batch.cu_seqlens.data(), batch.num_sequences(), shape,
                     mut(out), &scores_);

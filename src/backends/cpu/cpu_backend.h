@@ -85,6 +85,7 @@ class CpuBackend final : public ops::Backend {
   std::vector<int32_t> pooled_cu_;    // [S + 1]: each sequence's pooled rows
   std::vector<int32_t> shifted_positions_;
   Buffer<float> scores_, full_context_, relative_bias_, vocab_scratch_;
+  std::vector<int32_t> relative_index_;  // DeBERTa: the table row of each distance, per batch
 };
 
 }  // namespace orchid

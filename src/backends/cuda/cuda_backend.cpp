@@ -392,6 +392,9 @@ Status CudaBackend::DoQkNormRope(ops::Buffer qkv, const ops::RopeOptions& o) {
 Status CudaBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::AttentionOptions& o) {
   if (!is_bf16(qkv) || !is_bf16(out)) return Unsupported("Attention on bf16 buffers only");
   if (o.relative_bias.valid()) return Unsupported("Attention with a relative position bias");
+  if (o.pos_key.valid() || o.pos_query.valid()) {
+    return Unsupported("Attention with disentangled relative positions (DeBERTa-v2)");
+  }
   if (o.scale > 0 || o.window > 0) return Unsupported("Attention with a scale or a window");
   if (!AttentionHeadDimSupported(o.head_dim)) {
     return Unsupported("Attention with head_dim " + std::to_string(o.head_dim) +
