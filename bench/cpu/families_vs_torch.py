@@ -22,6 +22,13 @@ run, for full-size random-weight models:
   embeddinggemma      EmbeddingGemma-300M's shape (Gemma3TextModel: 24 layers, hidden 768, 3 q /
                       1 kv heads of 256, bidirectional, local window 512 in 5 of every 6 layers),
                       mean + L2 (without its Dense modules: PyTorch's side pools here)
+  nomic-embed-v1.5    nomic-embed-text-v1.5's shape (NomicBertModel: 12 layers, hidden 768, SwiGLU
+                      3072, rotary), mean + L2
+  gte-base-v1.5       gte-base-en-v1.5's shape (GteModel: 12 layers, hidden 768, GELU-gated 3072,
+                      rotary, no token types), CLS + L2
+  deberta-v3-reranker a DeBERTa-v3-base cross-encoder (DebertaV2ForSequenceClassification: 12
+                      layers, hidden 768, disentangled attention with 256 log buckets, vocab
+                      128100), 1 label: the rerank suite (PyTorch eager: no SDPA path)
 
 Each side runs in float32 and, with --dtypes float32,bfloat16, also in bfloat16: orchid's
 --dtype bfloat16 (linear-layer weights and inputs rounded to bfloat16, fp32 accumulation, the
@@ -97,6 +104,23 @@ EMBEDDINGGEMMA = dict(model_type="gemma3_text", architectures=["Gemma3TextModel"
                       max_position_embeddings=2048, query_pre_attn_scalar=256, sliding_window=512,
                       use_bidirectional_attention=True, rms_norm_eps=1e-6)
 
+NOMIC_V15 = dict(model_type="nomic_bert", architectures=["NomicBertModel"], vocab_size=30528, hidden_size=768,
+                 num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, hidden_act="silu",
+                 max_position_embeddings=8192, type_vocab_size=2, layer_norm_eps=1e-12,
+                 rope_parameters={"rope_type": "default", "rope_theta": 1000.0})
+GTE_BASE_V15 = dict(model_type="gte", architectures=["GteModel"], vocab_size=30528, hidden_size=768,
+                    num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, hidden_act="gelu",
+                    max_position_embeddings=8192, type_vocab_size=0, layer_norm_eps=1e-12,
+                    rope_parameters={"rope_type": "default", "rope_theta": 500000.0})
+DEBERTA_V3_RERANKER = dict(model_type="deberta-v2", architectures=["DebertaV2ForSequenceClassification"],
+                           vocab_size=128100, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                           intermediate_size=3072, hidden_act="gelu", max_position_embeddings=512,
+                           type_vocab_size=0, layer_norm_eps=1e-7, relative_attention=True,
+                           max_relative_positions=-1, position_buckets=256, pos_att_type=["p2c", "c2p"],
+                           share_att_key=True, norm_rel_ebd="layer_norm", position_biased_input=False,
+                           pooler_hidden_size=768, pooler_hidden_act="gelu", pooler_dropout=0,
+                           id2label={"0": "LABEL_0"}, label2id={"LABEL_0": 0})
+
 MODELS = {
     # name: (config, pooling, normalize, kind, bidirectional)
     "qwen3-0.6b-causal": (QWEN3_06B, "lasttoken", True, "embed", False),
@@ -109,6 +133,9 @@ MODELS = {
     "llama-360m": (LLAMA_360M, "lasttoken", True, "embed", False),
     "modernbert-base": (MODERNBERT_BASE, "mean", True, "embed", False),
     "embeddinggemma": (EMBEDDINGGEMMA, "mean", True, "embed", False),
+    "nomic-embed-v1.5": (NOMIC_V15, "mean", True, "embed", False),
+    "gte-base-v1.5": (GTE_BASE_V15, "cls", True, "embed", False),
+    "deberta-v3-reranker": (DEBERTA_V3_RERANKER, "cls", False, "score", False),
 }
 
 

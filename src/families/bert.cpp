@@ -265,19 +265,12 @@ Status Bert::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backe
 
 Status Bert::Forward(ops::Backend& b) const {
   ORCHID_RETURN_IF_ERROR(b.Embed(embed_, all_.x));
-  const bool prune = b.prune_last_layer();
   const Activations* a = &all_;
   for (size_t li = 0; li < layers_.size(); ++li) {
     const Layer& l = layers_[li];
     ORCHID_RETURN_IF_ERROR(b.Linear(all_.x, l.qkv, qkv_));
-    if (li + 1 == layers_.size() && prune) {
-      // The last layer after attention on the pooled rows only.
-      ORCHID_RETURN_IF_ERROR(b.Attention(qkv_, pooled_.ctx, attention_));
-      ORCHID_RETURN_IF_ERROR(b.GatherPooled(all_.x, pooled_.x));
-      a = &pooled_;
-    } else {
-      ORCHID_RETURN_IF_ERROR(b.Attention(qkv_, all_.ctx, attention_));
-    }
+    ORCHID_ASSIGN_OR_RETURN(a, AttendPrunable(b, qkv_, attention_, li + 1 == layers_.size(), all_,
+                                              pooled_, &Activations::x));
     ORCHID_RETURN_IF_ERROR(b.Linear(a->ctx, l.attn_out, a->x, Epilogue::kResidualAdd));
     ORCHID_RETURN_IF_ERROR(b.Norm(a->x, l.attn_norm, a->x));
     ORCHID_RETURN_IF_ERROR(b.Linear(a->x, l.inter, a->ffn, Epilogue::kGelu));

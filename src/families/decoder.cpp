@@ -215,7 +215,6 @@ Status Decoder::ForwardGemmaLayer(ops::Backend& b, const Layer& l, const Activat
 
 Status Decoder::Forward(ops::Backend& b) const {
   ORCHID_RETURN_IF_ERROR(b.Embed(embed_, all_.residual));
-  const bool prune = b.prune_last_layer();
   const Activations* a = &all_;
   for (size_t li = 0; li < layers_.size(); ++li) {
     const Layer& l = layers_[li];
@@ -230,14 +229,8 @@ Status Decoder::Forward(ops::Backend& b) const {
     ORCHID_RETURN_IF_ERROR(b.Norm(all_.residual, l.input_norm, all_.x));
     ORCHID_RETURN_IF_ERROR(b.Linear(all_.x, l.qkv, qkv_));
     ORCHID_RETURN_IF_ERROR(b.QkNormRope(qkv_, rope));
-    if (li + 1 == layers_.size() && prune) {
-      // The last layer after attention on the pooled rows only.
-      ORCHID_RETURN_IF_ERROR(b.Attention(qkv_, pooled_.ctx, attention));
-      ORCHID_RETURN_IF_ERROR(b.GatherPooled(all_.residual, pooled_.residual));
-      a = &pooled_;
-    } else {
-      ORCHID_RETURN_IF_ERROR(b.Attention(qkv_, all_.ctx, attention));
-    }
+    ORCHID_ASSIGN_OR_RETURN(a, AttendPrunable(b, qkv_, attention, li + 1 == layers_.size(), all_,
+                                              pooled_, &Activations::residual));
     if (c_.gemma) {
       ORCHID_RETURN_IF_ERROR(ForwardGemmaLayer(b, l, *a));
       continue;

@@ -33,6 +33,24 @@ class Family {
   ops::Buffer output_, hidden_;
 };
 
+// One layer's attention, into its context buffer. On the last layer of a pruned pass (the
+// backend's prune_last_layer(): CLS or last-token pooling) only the pooled rows' queries, into
+// `pooled.ctx`, with the residual rows they continue from gathered into `pooled.*residual`.
+// Returns the activations (every token's, or the pooled rows') the rest of the layer runs on.
+template <class Activations>
+Result<const Activations*> AttendPrunable(ops::Backend& b, ops::Buffer qkv,
+                                          const ops::AttentionOptions& o, bool last_layer,
+                                          const Activations& all, const Activations& pooled,
+                                          ops::Buffer Activations::*residual) {
+  if (last_layer && b.prune_last_layer()) {
+    ORCHID_RETURN_IF_ERROR(b.Attention(qkv, pooled.ctx, o));
+    ORCHID_RETURN_IF_ERROR(b.GatherPooled(all.*residual, pooled.*residual));
+    return &pooled;
+  }
+  ORCHID_RETURN_IF_ERROR(b.Attention(qkv, all.ctx, o));
+  return &all;
+}
+
 // The family the spec names, its weights loaded onto `backend` (checked against the spec's
 // config: every tensor present with the implied shape; names with or without the
 // checkpoint's prefix). The backend must outlive the family.

@@ -154,7 +154,6 @@ Status ModernBert::Load(const ModelSpec& spec, const SafetensorsFile& file, ops:
 
 Status ModernBert::Forward(ops::Backend& b) const {
   ORCHID_RETURN_IF_ERROR(b.Embed(embed_, all_.residual));
-  const bool prune = b.prune_last_layer();
   const Activations* a = &all_;
   for (size_t li = 0; li < layers_.size(); ++li) {
     const Layer& l = layers_[li];
@@ -169,14 +168,8 @@ Status ModernBert::Forward(ops::Backend& b) const {
     }
     ORCHID_RETURN_IF_ERROR(b.Linear(in, l.qkv, qkv_));
     ORCHID_RETURN_IF_ERROR(b.QkNormRope(qkv_, rope));
-    if (li + 1 == layers_.size() && prune) {
-      // The last layer after attention on the pooled rows only.
-      ORCHID_RETURN_IF_ERROR(b.Attention(qkv_, pooled_.ctx, attention));
-      ORCHID_RETURN_IF_ERROR(b.GatherPooled(all_.residual, pooled_.residual));
-      a = &pooled_;
-    } else {
-      ORCHID_RETURN_IF_ERROR(b.Attention(qkv_, all_.ctx, attention));
-    }
+    ORCHID_ASSIGN_OR_RETURN(a, AttendPrunable(b, qkv_, attention, li + 1 == layers_.size(), all_,
+                                              pooled_, &Activations::residual));
     ORCHID_RETURN_IF_ERROR(b.Linear(a->ctx, l.o, a->residual, Epilogue::kResidualAdd));
     ORCHID_RETURN_IF_ERROR(b.Norm(a->residual, l.mlp_norm, a->x));
     ORCHID_RETURN_IF_ERROR(b.Linear(a->x, l.wi, a->gate_up));
