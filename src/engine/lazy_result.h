@@ -18,11 +18,21 @@
 namespace orchid {
 
 // One pooled (and possibly normalised) vector per sequence of the batch, in batch order.
+//
+// Sequences pooled Pooling::kNone (per-token output: TEI's /embed_all) keep a row of zeros in
+// `data` and have every token's last hidden state in `tokens`: rows [token_offsets[s],
+// token_offsets[s + 1]) of token_dim (hidden_size) values; the range is empty for the other
+// sequences. `tokens` and `token_offsets` are empty when no sequence asked for them.
 struct Embeddings {
   int rows = 0;
   int dim = 0;
   std::vector<float> data;  // row-major [rows, dim]
   const float* row(int i) const { return data.data() + size_t(i) * size_t(dim); }
+
+  int token_dim = 0;
+  std::vector<float> tokens;           // row-major [token_offsets.back(), token_dim]
+  std::vector<int32_t> token_offsets;  // [rows + 1] when tokens are present
+  bool has_tokens() const { return !token_offsets.empty(); }
 };
 
 class LazyResult {

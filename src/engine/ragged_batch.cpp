@@ -78,12 +78,7 @@ Status RaggedBatch::Validate(const ModelInfo& info) const {
                                      std::to_string(types) + ")");
     }
   }
-  for (int s = 0; s < num_sequences(); ++s) {
-    if (pooling[size_t(s)] == Pooling::kNone) {
-      return Status::InvalidArgument("sequence " + std::to_string(s) +
-                                     ": pooling \"none\" (per-token output) is not supported");
-    }
-  }
+  // Pooling::kNone (per-token output) is checked by each engine: only dense embedders have it.
   return Status::Ok();
 }
 

@@ -31,8 +31,8 @@ struct RaggedBatch {
   // no empty sequence, ids in [0, vocab_size). Engines call this before running.
   Status Validate(int32_t vocab_size) const;
   // Validate(info.vocab_size), then what the model accepts: positions in
-  // [0, info.max_position_embeddings), token types in [0, info.type_vocab_size), a pooled
-  // output for every sequence. Every engine checks a batch with this before running it.
+  // [0, info.max_position_embeddings), token types in [0, info.type_vocab_size). Every engine
+  // checks a batch with this before running it (and Pooling::kNone against what it serves).
   Status Validate(const ModelInfo& info) const;
 };
 

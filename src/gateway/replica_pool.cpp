@@ -603,7 +603,8 @@ void ReplicaPool::Embed(EmbedRequest request, EmbedCallback done) {
     std::lock_guard<std::mutex> lock(impl->mu);
     if (--impl->jobs == 0) impl->jobs_cv.notify_all();
   };
-  job->rows = int(request.sequences.size());
+  // Per-token output (kNone): one row per token; each chunk's rows start at its first token.
+  const bool per_token = request.pooling == Pooling::kNone;
   // Every chunk carries the request's class (decided here, on the whole request: a small last
   // chunk of bulk work is still bulk), its priority, and one flow, so that workers share out
   // bulk work by client request, not by chunk.
@@ -613,13 +614,15 @@ void ReplicaPool::Embed(EmbedRequest request, EmbedCallback done) {
   sched.request_class =
       Classify(sched.request_class, request.sequences.size(), total_tokens, impl_->options.query);
   sched.flow = impl_->NextFlow();
+  job->rows = per_token ? int(total_tokens) : int(request.sequences.size());
   // Whole sequences, in order, until a chunk would pass chunk_tokens.
   std::vector<std::shared_ptr<ChunkCall>> chunks;
   size_t i = 0;
+  size_t tokens_before = 0;
   while (i < request.sequences.size()) {
     auto call = std::make_shared<ChunkCall>();
     call->job = job;
-    call->first_row = i;
+    call->first_row = per_token ? tokens_before : i;
     call->deadline = sched.deadline;
     EmbedRequest part;
     part.pooling = request.pooling;
@@ -637,6 +640,7 @@ void ReplicaPool::Embed(EmbedRequest request, EmbedCallback done) {
       if (typed) part.token_type_ids.push_back(std::move(request.token_type_ids[i]));
       ++i;
     }
+    tokens_before += size_t(call->tokens);
     rpc::ToProto(std::move(part), &call->request);
     if (impl_->model) {
       call->request.set_model(impl_->model->name);

@@ -54,7 +54,7 @@ v1::Pooling ToProto(Pooling p) {
     case Pooling::kMax: return v1::POOLING_MAX;
     case Pooling::kMeanSqrtLen: return v1::POOLING_MEAN_SQRT_LEN;
     case Pooling::kWeightedMean: return v1::POOLING_WEIGHTED_MEAN;
-    case Pooling::kNone: break;
+    case Pooling::kNone: return v1::POOLING_NONE;
   }
   return v1::POOLING_UNSPECIFIED;
 }
@@ -68,6 +68,7 @@ Result<Pooling> FromProto(v1::Pooling p, Pooling fallback) {
     case v1::POOLING_MAX: return Pooling::kMax;
     case v1::POOLING_MEAN_SQRT_LEN: return Pooling::kMeanSqrtLen;
     case v1::POOLING_WEIGHTED_MEAN: return Pooling::kWeightedMean;
+    case v1::POOLING_NONE: return Pooling::kNone;
     default: break;
   }
   return Status::InvalidArgument("unknown pooling " + std::to_string(int(p)));

@@ -1,5 +1,6 @@
 #include "runtime/cpu_engine.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -7,6 +8,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/thread_pool.h"
@@ -92,7 +94,39 @@ class CpuEngine final : public Engine {
     out.dim = info_.output_dim();
     if (out.rows == 0) return out;
     out.data.resize(size_t(out.rows) * size_t(out.dim));
-    ORCHID_RETURN_IF_ERROR(model_->Run(batch, pool, out.data.data(), true));
+    if (std::find(batch.pooling.begin(), batch.pooling.end(), Pooling::kNone) ==
+        batch.pooling.end()) {
+      ORCHID_RETURN_IF_ERROR(model_->Run(batch, pool, out.data.data(), true));
+      return out;
+    }
+    // Per-token output for the kNone sequences (the others pooled as usual, in the same pass):
+    // every token's last hidden state; their pooled rows (mean, unused) are zeroed.
+    if (info_.task != ModelTask::kEmbed || info_.sparse) {
+      return Status::InvalidArgument(
+          "per-token output (pooling \"none\") is for dense embedding models only");
+    }
+    RaggedBatch pooled = batch;
+    for (size_t s = 0; s < pooled.pooling.size(); ++s) {
+      if (pooled.pooling[s] == Pooling::kNone) {
+        pooled.pooling[s] = Pooling::kMean;
+        pooled.normalize[s] = 0;
+      }
+    }
+    const size_t width = size_t(info_.hidden_size);
+    std::vector<float> hidden(size_t(batch.num_tokens()) * width);
+    ORCHID_RETURN_IF_ERROR(model_->RunWithHidden(pooled, pool, out.data.data(), hidden.data()));
+    out.token_dim = info_.hidden_size;
+    out.token_offsets.assign(1, 0);
+    for (int s = 0; s < out.rows; ++s) {
+      int32_t end = out.token_offsets.back();
+      if (batch.pooling[size_t(s)] == Pooling::kNone) {
+        const float* first = hidden.data() + size_t(batch.cu_seqlens[size_t(s)]) * width;
+        out.tokens.insert(out.tokens.end(), first, first + size_t(batch.seq_len(s)) * width);
+        std::fill_n(out.data.data() + size_t(s) * size_t(out.dim), size_t(out.dim), 0.0f);
+        end += batch.seq_len(s);
+      }
+      out.token_offsets.push_back(end);
+    }
     return out;
   }
 
@@ -119,6 +153,13 @@ class FamilyModel final : public Model {
     ORCHID_RETURN_IF_ERROR(family_->Forward(*backend_));
     std::memcpy(out, backend_->data(family_->output()),
                 size_t(batch.num_sequences()) * size_t(info_.output_dim()) * sizeof(float));
+    return Status::Ok();
+  }
+  Status RunWithHidden(const RaggedBatch& batch, ThreadPool* pool, float* out,
+                       float* hidden) override {
+    ORCHID_RETURN_IF_ERROR(Run(batch, pool, out, /*prune=*/false));
+    std::memcpy(hidden, backend_->data(family_->hidden()),
+                size_t(batch.num_tokens()) * size_t(info_.hidden_size) * sizeof(float));
     return Status::Ok();
   }
   Status Hidden(const RaggedBatch& batch, ThreadPool* pool, float* hidden) override {

@@ -34,6 +34,13 @@ class Model {
   // The last layer's per-token hidden states, hidden: [batch.num_tokens(), hidden_size], every
   // row computed (no pruning). Validates the batch first. For tests and per-token output.
   virtual Status Hidden(const RaggedBatch& batch, ThreadPool* pool, float* hidden) = 0;
+  // Run() (not pruned) and, into hidden ([batch.num_tokens(), hidden_size]), every token's last
+  // hidden state from the same pass. The default makes two passes.
+  virtual Status RunWithHidden(const RaggedBatch& batch, ThreadPool* pool, float* out,
+                               float* hidden) {
+    ORCHID_RETURN_IF_ERROR(Run(batch, pool, out, false));
+    return Hidden(batch, pool, hidden);
+  }
 };
 
 struct LoadOptions {

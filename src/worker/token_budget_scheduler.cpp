@@ -101,6 +101,7 @@ struct TokenBudgetScheduler::Entry {
   size_t next_seq = 0;                // first sequence not yet put in a batch
   size_t rows_done = 0;               // rows routed back so far
   Embeddings out;                     // sized when the first rows arrive
+  std::vector<size_t> token_start;    // kNone: each sequence's first token row, and the total
   bool failed = false;
   bool retired = false;  // out of pending_ (wholly batched or failed); scheduler thread only
 
@@ -198,6 +199,14 @@ Status TokenBudgetScheduler::Enqueue(EmbedRequest request, EmbedCallback done) {
   auto entry = std::make_shared<Entry>();
   entry->query = Classify(request.scheduling.request_class, request.sequences.size(), total,
                           options_.query) == RequestClass::kQuery;
+  if (request.pooling == Pooling::kNone) {
+    // Where each sequence's token rows go in the answer (the sequences are freed once batched).
+    entry->token_start.reserve(request.sequences.size() + 1);
+    entry->token_start.push_back(0);
+    for (const auto& seq : request.sequences) {
+      entry->token_start.push_back(entry->token_start.back() + seq.size());
+    }
+  }
   entry->request = std::move(request);
   entry->done = std::move(done);
   entry->enqueued_at = Clock::now();
@@ -665,6 +674,36 @@ void TokenBudgetScheduler::RouteFront() {
       continue;
     }
     const size_t n = e.request.sequences.size();
+    if (e.request.pooling == Pooling::kNone) {
+      // Per-token output: the slice's token rows, at their place among the request's tokens.
+      if (!rows.has_tokens() || rows.token_offsets.size() != size_t(rows.rows) + 1) {
+        e.Fail(Status::Internal("engine returned no per-token rows"));
+        row += s.count;
+        continue;
+      }
+      const size_t tdim = size_t(rows.token_dim);
+      const size_t before = e.token_start[s.first], total = e.token_start.back();
+      if (e.out.data.empty()) {
+        e.out.rows = int(total);
+        e.out.dim = int(tdim);
+        e.out.data.resize(total * tdim);
+      }
+      const int32_t t0 = rows.token_offsets[row], t1 = rows.token_offsets[row + s.count];
+      if (before + size_t(t1 - t0) > total || size_t(rows.tokens.size()) < size_t(t1) * tdim) {
+        e.Fail(Status::Internal("engine returned per-token rows of the wrong shape"));
+        row += s.count;
+        continue;
+      }
+      std::memcpy(e.out.data.data() + before * tdim, rows.tokens.data() + size_t(t0) * tdim,
+                  size_t(t1 - t0) * tdim * sizeof(float));
+      row += s.count;
+      e.rows_done += s.count;
+      if (e.rows_done == n) {
+        EmbedCallback cb = std::move(e.done);
+        Invoke(cb, std::move(e.out));
+      }
+      continue;
+    }
     if (e.out.data.empty()) {
       e.out.rows = int(n);
       e.out.dim = rows.dim;

@@ -52,7 +52,7 @@ struct EmbedRequest {
   // Token type (segment) ids: empty = all zero for every sequence; else one entry per sequence,
   // each empty (all zero) or exactly as long as its sequence (cross-encoder pairs).
   std::vector<std::vector<int32_t>> token_type_ids;
-  Pooling pooling = Pooling::kMean;
+  Pooling pooling = Pooling::kMean;  // kNone: every token's last hidden state (see below)
   bool normalize = false;
   // Matryoshka: keep the first `dimensions` values of each row (0 = the whole row), then
   // L2-normalise them when `normalize` is set (OpenAI's normalised embeddings); without it the
@@ -68,6 +68,8 @@ struct EmbedRequest {
 void TruncateDimensions(Embeddings* m, int dims, bool renormalize);
 
 // Receives one row per sequence of the request, in request order, or the error that ended it.
+// With Pooling::kNone (per-token output): one row per token instead, hidden_size wide, the
+// sequences' tokens one after the other in request order.
 using EmbedCallback = std::function<void(Result<Embeddings>)>;
 
 // Where the scheduler records what it does (all optional; null = not recorded).

@@ -95,6 +95,31 @@ TEST(CpuEngineTest, PoolsAndNormalisesPerSequence) {
   EXPECT_TRUE(fake->got_pool.load());
 }
 
+// Pooling::kNone (TEI's /embed_all): every token's last hidden state, beside pooled sequences
+// of the same batch; the per-token sequence's pooled row is zeros. Scorers refuse it.
+TEST(CpuEngineTest, PerTokenOutputBesidePooledSequences) {
+  auto engine = MakeCpuEngine(std::make_unique<FakeModel>(), {.num_threads = 1});
+  RaggedBatch b;
+  const std::vector<int32_t> a = {1, 2, 3}, c = {4, 5};
+  b.Add(a.data(), 3, Pooling::kMean, false);
+  b.Add(c.data(), 2, Pooling::kNone, false);
+  Result<Embeddings> r = engine->Submit(std::move(b)).wait();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->has_tokens());
+  EXPECT_EQ(r->token_offsets, (std::vector<int32_t>{0, 0, 2}));
+  EXPECT_EQ(r->token_dim, 3);
+  // hidden[t][d] = id * (d + 1) + position.
+  EXPECT_EQ(r->tokens, (std::vector<float>{4, 8, 12, 6, 11, 16}));
+  EXPECT_FLOAT_EQ(r->row(0)[0], 3.0f);  // mean of 1, 3, 5 (ids 1..3 plus positions 0..2)
+  EXPECT_EQ(std::vector<float>(r->row(1), r->row(1) + 3), (std::vector<float>{0, 0, 0}));
+
+  auto scorer = std::make_unique<FakeModel>();
+  scorer->info_.task = ModelTask::kScore;
+  auto scoring = MakeCpuEngine(std::move(scorer), {.num_threads = 1});
+  EXPECT_EQ(scoring->Submit(One({1}, Pooling::kNone)).wait().status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST(CpuEngineTest, InvalidBatchesCompleteWithErrors) {
   auto engine = MakeCpuEngine(std::make_unique<FakeModel>(), {.num_threads = 1});
   auto bad_id = engine->Submit(One({1, 100})).wait();
@@ -106,8 +131,6 @@ TEST(CpuEngineTest, InvalidBatchesCompleteWithErrors) {
   RaggedBatch neg = One({1, 2});
   neg.positions[1] = -3;
   EXPECT_EQ(engine->Submit(neg).wait().status().code(), StatusCode::kOutOfRange);
-  EXPECT_EQ(engine->Submit(One({1}, Pooling::kNone)).wait().status().code(),
-            StatusCode::kInvalidArgument);
   RaggedBatch broken = One({1, 2});
   broken.cu_seqlens.back() = 5;
   EXPECT_FALSE(engine->Submit(broken).wait().ok());

@@ -2,7 +2,8 @@
 // either at once (auto_complete) or when the test says so. Row i of a batch is
 // {first id, length, last id} of sequence i (dim 3), scaled to unit length when the batch asks
 // for normalisation — enough to check routing and order. As a scorer (MakeScorer()), row i is
-// one logit: 0.1 * length + sum of the sequence's token type ids.
+// one logit: 0.1 * length + sum of the sequence's token type ids. Sequences pooled kNone get
+// per-token rows {token id, position, 7}.
 #pragma once
 
 #include <chrono>
@@ -82,6 +83,21 @@ class FakeEngine : public Engine {
         }
         continue;
       }
+      if (b.pooling[s] == Pooling::kNone) {
+        // Per-token output: token t's row is {id, position, 7}; the pooled row is zeros.
+        if (e.token_offsets.empty()) {
+          e.token_dim = kDim;
+          e.token_offsets.assign(size_t(s) + 1, 0);
+        }
+        for (int t = begin; t < end; ++t) {
+          const float row[kDim] = {float(b.token_ids[t]), float(b.positions[t]), 7.0f};
+          e.tokens.insert(e.tokens.end(), row, row + kDim);
+        }
+        e.data.insert(e.data.end(), kDim, 0.0f);
+        e.token_offsets.push_back(int32_t(e.tokens.size() / kDim));
+        continue;
+      }
+      if (!e.token_offsets.empty()) e.token_offsets.push_back(e.token_offsets.back());
       float v[kDim] = {float(b.token_ids[begin]), float(end - begin), float(b.token_ids[end - 1])};
       if (b.normalize[s]) {
         const float n = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);

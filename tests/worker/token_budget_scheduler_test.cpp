@@ -107,6 +107,32 @@ TEST(TokenBudgetSchedulerTest, RequestSpansBatchesAndRowsComeBackInOrder) {
   ExpectRows(fb.get(), b);
 }
 
+// Per-token output (kNone, /embed_all): one row per token, the request's sequences one after the
+// other, also when the request spans batches and shares one with a pooled request.
+TEST(TokenBudgetSchedulerTest, PerTokenRequestsGetEveryTokenInOrderAcrossBatches) {
+  FakeEngine engine(/*auto_complete=*/true);
+  TokenBudgetScheduler scheduler(&engine, Options(/*budget=*/10, 1 << 20, /*in_flight=*/1));
+  // 11 tokens: more than one batch holds.
+  EmbedRequest tokens = Request({Seq(100, 4), Seq(200, 4), Seq(300, 3)});
+  tokens.pooling = Pooling::kNone;
+  std::vector<std::vector<int32_t>> pooled = {Seq(500, 2)};
+  auto ft = scheduler.Enqueue(std::move(tokens));
+  auto fp = scheduler.Enqueue(Request(pooled));
+  const Result<Embeddings> r = ft.get();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->rows, 11);
+  ASSERT_EQ(r->dim, FakeEngine::kDim);
+  int row = 0;
+  for (int first : {100, 200, 300}) {
+    for (int pos = 0; pos < (first == 300 ? 3 : 4); ++pos, ++row) {
+      EXPECT_EQ(r->row(row)[0], float(first + pos)) << "row " << row;
+      EXPECT_EQ(r->row(row)[1], float(pos)) << "row " << row;
+      EXPECT_EQ(r->row(row)[2], 7.0f) << "row " << row;
+    }
+  }
+  ExpectRows(fp.get(), pooled);
+}
+
 TEST(TokenBudgetSchedulerTest, BatchesRespectTheBudgetAndArrivalOrder) {
   FakeEngine engine(/*auto_complete=*/true);
   const int budget = 37;

@@ -324,6 +324,10 @@ CudaEngine::~CudaEngine() {
 Status CudaEngine::CheckBatch(const RaggedBatch& b) const {
   ORCHID_RETURN_IF_ERROR(b.Validate(info_));
   for (int s = 0; s < b.num_sequences(); ++s) {
+    if (b.pooling[size_t(s)] == Pooling::kNone) {
+      return Status::Unimplemented(
+          "per-token output (pooling \"none\", /embed_all) is not served by the cuda engine");
+    }
     if (b.seq_len(s) > max_tokens_) {
       return Status::OutOfRange("sequence of " + std::to_string(b.seq_len(s)) +
                                 " tokens exceeds the CUDA engine's max_batch_tokens (" +
