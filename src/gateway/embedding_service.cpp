@@ -13,10 +13,12 @@ namespace {
 
 std::string InputParam(size_t i) { return "input[" + std::to_string(i) + "]"; }
 
-ApiError TooLong(size_t i, size_t n, int max) {
+// `requested`: the limit is the request's max_tokens, not the model's maximum.
+ApiError TooLong(size_t i, size_t n, int max, bool requested) {
   return ApiError::InvalidRequest(
-      InputParam(i) + " has " + std::to_string(n) + " tokens, more than the model's maximum of " +
-          std::to_string(max) + "; shorten it or send \"truncate\": true",
+      InputParam(i) + " has " + std::to_string(n) + " tokens, more than " +
+          (requested ? "max_tokens, " : "the model's maximum of ") + std::to_string(max) +
+          "; shorten it or send \"truncate\": true",
       InputParam(i), "context_length_exceeded");
 }
 
@@ -51,9 +53,6 @@ void EmbeddingService::SetPrompts(PromptConfig prompts, std::optional<std::strin
 std::optional<ApiError> EmbeddingService::SelectPrompt(const EmbeddingsRequest& request,
                                                        std::string* prefix) const {
   prefix->clear();
-  if (request.input_type && *request.input_type != "query" && *request.input_type != "document") {
-    return ApiError::InvalidRequest("input_type must be \"query\" or \"document\"", "input_type");
-  }
   if (request.pretokenized()) {
     if (request.prompt_name || request.input_type) {
       return ApiError::InvalidRequest(
@@ -73,7 +72,8 @@ std::optional<ApiError> EmbeddingService::SelectPrompt(const EmbeddingsRequest& 
     }
     *prefix = it->second;
   } else if (request.input_type) {
-    // A model without a prompt for this type embeds the text as it is (documents usually).
+    // The request parsers checked the type's name. A model without a prompt for this type
+    // embeds the text as it is (documents usually).
     if (auto it = prompts_.prompts.find(*request.input_type); it != prompts_.prompts.end()) {
       *prefix = it->second;
     }
@@ -88,7 +88,15 @@ std::optional<ApiError> EmbeddingService::SelectPrompt(const EmbeddingsRequest& 
 std::optional<ApiError> EmbeddingService::Tokenize(EmbeddingsRequest* request,
                                                    std::vector<std::vector<int32_t>>* sequences,
                                                    int64_t* tokens) const {
-  const size_t max_len = size_t(max_seq_length_);
+  // The model's maximum, or the request's own smaller one (Cohere's max_tokens, which counts a
+  // text's own tokens: the special tokens the model adds to a text come on top).
+  int64_t requested = request->max_tokens.value_or(max_seq_length_);
+  if (request->max_tokens && !request->pretokenized()) {
+    requested =
+        std::min<int64_t>(requested, max_seq_length_) + int64_t(tokenizer_->num_special_tokens());
+  }
+  const int max_tokens = int(std::min<int64_t>(requested, max_seq_length_));
+  const size_t max_len = size_t(max_tokens);
   *tokens = 0;
   std::string prefix;
   if (auto err = SelectPrompt(*request, &prefix)) return err;
@@ -107,7 +115,7 @@ std::optional<ApiError> EmbeddingService::Tokenize(EmbeddingsRequest* request,
       }
       if (ids.size() > max_len) {
         if (!request->truncate.value_or(auto_truncate_)) {
-          return TooLong(i, ids.size(), max_seq_length_);
+          return TooLong(i, ids.size(), max_tokens, max_tokens < max_seq_length_);
         }
         if (request->truncation_direction == TruncationSide::kLeft) {
           ids.erase(ids.begin(), ids.end() - std::ptrdiff_t(max_len));
@@ -145,7 +153,9 @@ std::optional<ApiError> EmbeddingService::Tokenize(EmbeddingsRequest* request,
       if (encoding.ids.empty()) {
         return ApiError::InvalidRequest(InputParam(i) + " has no tokens", InputParam(i));
       }
-      if (encoding.ids.size() > max_len) return TooLong(i, encoding.ids.size(), max_seq_length_);
+      if (encoding.ids.size() > max_len) {
+        return TooLong(i, encoding.ids.size(), max_tokens, max_tokens < max_seq_length_);
+      }
       *count += int64_t(encoding.ids.size());
       (*sequences)[i] = std::move(encoding.ids);
     }

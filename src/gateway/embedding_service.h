@@ -43,6 +43,7 @@ class EmbeddingService {
   // prompt text (--default-prompt; overrides the model's default_prompt_name). Call before the
   // first Embed().
   void SetPrompts(PromptConfig prompts, std::optional<std::string> default_prompt);
+  const PromptConfig& prompts() const { return prompts_; }
   // --auto-truncate: requests that do not say `truncate` get it (else they are refused when an
   // input is over the maximum). Call before the first Embed().
   void set_auto_truncate(bool on) { auto_truncate_ = on; }

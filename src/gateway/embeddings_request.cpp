@@ -25,22 +25,18 @@ std::string Indexed(std::string_view field, size_t i) {
 }
 
 std::optional<ApiError> ParseTokenId(element value, const std::string& param, int32_t* out) {
-  if (value.type() == element_type::INT64) {
-    const int64_t v = int64_t(value);
-    if (v >= 0 && v <= std::numeric_limits<int32_t>::max()) {
-      *out = int32_t(v);
-      return std::nullopt;
-    }
-    return ApiError::InvalidRequest("token id " + std::to_string(v) + " is out of the vocabulary",
-                                    param, "invalid_token_id");
-  }
-  if (value.type() == element_type::UINT64) {
+  const std::optional<int64_t> v = JsonInteger(value);
+  if (!v) {
     return ApiError::InvalidRequest(
-        "token id " + std::to_string(uint64_t(value)) + " is out of the vocabulary", param,
-        "invalid_token_id");
+        std::string(kInputShape) + "; " + param + " is not an integer token id", param);
+  }
+  if (*v >= 0 && *v <= std::numeric_limits<int32_t>::max()) {
+    *out = int32_t(*v);
+    return std::nullopt;
   }
   return ApiError::InvalidRequest(
-      std::string(kInputShape) + "; " + param + " is not an integer token id", param);
+      "token id " + simdjson::to_string(value) + " is out of the vocabulary", param,
+      "invalid_token_id");
 }
 
 std::optional<ApiError> ParseTokenArray(simdjson::dom::array array, const std::string& param,
@@ -107,13 +103,8 @@ std::optional<ApiError> ParseInput(element input, std::string_view name, bool al
 // `dimensions`: an integer (checked against the model later), or null.
 std::optional<ApiError> ParseDimensions(element value, std::optional<int64_t>* out) {
   if (value.type() == element_type::NULL_VALUE) return std::nullopt;
-  if (value.type() == element_type::INT64) {
-    *out = int64_t(value);
-  } else if (value.type() == element_type::UINT64) {
-    *out = std::numeric_limits<int64_t>::max();
-  } else {
-    return ApiError::InvalidRequest("dimensions must be an integer", "dimensions");
-  }
+  *out = JsonInteger(value);
+  if (!*out) return ApiError::InvalidRequest("dimensions must be an integer", "dimensions");
   return std::nullopt;
 }
 
@@ -130,6 +121,81 @@ std::optional<EncodingFormat> FormatNamed(std::string_view f) {
 constexpr const char* kFormats =
     "\"float\", \"base64\", \"int8\", \"uint8\", \"binary\" or \"ubinary\"";
 
+// Cohere's `embedding_types`: a non-empty list of format names (repeats count once); null
+// leaves *out empty.
+std::optional<ApiError> ParseEmbeddingTypes(element value, std::vector<EncodingFormat>* out) {
+  out->clear();
+  if (value.type() == element_type::NULL_VALUE) return std::nullopt;
+  if (value.type() != element_type::ARRAY || simdjson::dom::array(value).size() == 0) {
+    return ApiError::InvalidRequest("embedding_types must be a non-empty array of types",
+                                    "embedding_types");
+  }
+  size_t i = 0;
+  for (element t : simdjson::dom::array(value)) {
+    const std::string p = Indexed("embedding_types", i++);
+    const std::optional<EncodingFormat> format =
+        t.type() == element_type::STRING ? FormatNamed(std::string_view(t)) : std::nullopt;
+    if (!format) return ApiError::InvalidRequest(p + " must be " + kFormats, p);
+    if (std::find(out->begin(), out->end(), *format) == out->end()) out->push_back(*format);
+  }
+  return std::nullopt;
+}
+
+// Cohere's `texts`: a non-empty array of non-empty strings.
+std::optional<ApiError> ParseCohereTexts(element value, std::vector<std::string>* out) {
+  out->clear();
+  if (value.type() != element_type::ARRAY) {
+    return ApiError::InvalidRequest("texts must be an array of strings", "texts");
+  }
+  EmbeddingsRequest parsed;
+  if (auto err = ParseInput(value, "texts", /*allow_tokens=*/false, &parsed)) return err;
+  *out = std::move(parsed.texts);
+  return std::nullopt;
+}
+
+// Cohere v2's `inputs`: [{"content": [{"type": "text", "text": string}, ...]}, ...]; each
+// input's text parts, joined by newlines, are one text.
+std::optional<ApiError> ParseCohereInputs(element value, std::vector<std::string>* out) {
+  out->clear();
+  if (value.type() != element_type::ARRAY || simdjson::dom::array(value).size() == 0) {
+    return ApiError::InvalidRequest("inputs must be a non-empty array of {\"content\": [...]}",
+                                    "inputs");
+  }
+  size_t i = 0;
+  for (element input : simdjson::dom::array(value)) {
+    const std::string p = Indexed("inputs", i++);
+    element content;
+    if (input.type() != element_type::OBJECT ||
+        input["content"].get(content) != simdjson::SUCCESS ||
+        content.type() != element_type::ARRAY || simdjson::dom::array(content).size() == 0) {
+      return ApiError::InvalidRequest(p + " must be an object with a non-empty \"content\" array",
+                                      p + ".content");
+    }
+    std::string text;
+    size_t j = 0;
+    for (element part : simdjson::dom::array(content)) {
+      const std::string pp = Indexed(p + ".content", j++);
+      element type, part_text;
+      if (part.type() != element_type::OBJECT || part["type"].get(type) != simdjson::SUCCESS ||
+          type.type() != element_type::STRING) {
+        return ApiError::InvalidRequest(pp + " must be an object with a \"type\"", pp);
+      }
+      if (std::string_view(type) != "text") {
+        return ApiError::InvalidRequest(pp + " is of type `" + std::string(std::string_view(type)) +
+                                            "`; this server embeds text only (\"type\": \"text\")",
+                                        pp + ".type", "unsupported_input");
+      }
+      if (part["text"].get(part_text) != simdjson::SUCCESS ||
+          part_text.type() != element_type::STRING || std::string_view(part_text).empty()) {
+        return ApiError::InvalidRequest(pp + ".text must be a non-empty string", pp + ".text");
+      }
+      if (!text.empty()) text.push_back('\n');
+      text.append(std::string_view(part_text));
+    }
+    out->push_back(std::move(text));
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -165,41 +231,117 @@ std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body,
       }
       out->encoding_format = *format;
     } else if (key == "embedding_types") {
-      out->embedding_types.clear();
-      if (type == element_type::NULL_VALUE) continue;
-      if (type != element_type::ARRAY || simdjson::dom::array(value).size() == 0) {
-        return ApiError::InvalidRequest("embedding_types must be a non-empty array of types",
-                                        "embedding_types");
-      }
-      size_t i = 0;
-      for (element t : simdjson::dom::array(value)) {
-        const std::string p = Indexed("embedding_types", i++);
-        const std::optional<EncodingFormat> format =
-            t.type() == element_type::STRING ? FormatNamed(std::string_view(t)) : std::nullopt;
-        if (!format) {
-          return ApiError::InvalidRequest(p + " must be " + kFormats, p);
-        }
-        if (std::find(out->embedding_types.begin(), out->embedding_types.end(), *format) ==
-            out->embedding_types.end()) {
-          out->embedding_types.push_back(*format);
-        }
-      }
+      if (auto err = ParseEmbeddingTypes(value, &out->embedding_types)) return err;
     } else if (key == "truncation_direction") {
       if (auto err = ParseTruncationDirection(value, &out->truncation_direction)) return err;
     } else if (key == "dimensions") {
       if (auto err = ParseDimensions(value, &out->dimensions)) return err;
     } else if (key == "truncate") {
       if (auto err = ParseBool(value, "truncate", &out->truncate)) return err;
+    } else if (key == "normalize") {
+      if (auto err = ParseBool(value, "normalize", &out->normalize)) return err;
     } else if (key == "prompt_name") {
       if (auto err = ParseOptionalString(value, "prompt_name", &out->prompt_name)) return err;
     } else if (key == "input_type") {
       if (auto err = ParseOptionalString(value, "input_type", &out->input_type)) return err;
+      if (out->input_type && *out->input_type != "query" && *out->input_type != "document") {
+        return ApiError::InvalidRequest("input_type must be \"query\" or \"document\"",
+                                        "input_type");
+      }
+    } else if (key == "priority") {
+      if (auto err = ParsePriority(value, &out->scheduling.priority)) return err;
+    } else if (key == "user") {  // OpenAI's end-user id: checked, not used
+      std::optional<std::string> user;
+      if (auto err = ParseOptionalString(value, "user", &user)) return err;
+    }
+    // Fields we do not know are accepted and ignored.
+  }
+  if (!has_input) return ApiError::InvalidRequest("input is required", "input");
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseCohereEmbedRequest(std::string_view body, CohereApiVersion version,
+                                                EmbeddingsRequest* out) {
+  *out = EmbeddingsRequest{};
+  out->truncate = true;  // Cohere's default, END
+  element doc;
+  if (auto err = ParseDocument(body, &doc)) return err;
+  bool has_texts = false, has_inputs = false;
+  std::vector<std::string> inputs;
+  for (simdjson::dom::key_value_pair field : simdjson::dom::object(doc)) {
+    const std::string_view key = field.key;
+    const element value = field.value;
+    const element_type type = value.type();
+    if (key == "texts") {
+      has_texts = type != element_type::NULL_VALUE;
+      if (!has_texts) continue;
+      if (auto err = ParseCohereTexts(value, &out->texts)) return err;
+    } else if (key == "inputs") {
+      has_inputs = type != element_type::NULL_VALUE;
+      if (!has_inputs) continue;
+      if (auto err = ParseCohereInputs(value, &inputs)) return err;
+    } else if (key == "images") {
+      if (type == element_type::NULL_VALUE ||
+          (type == element_type::ARRAY && simdjson::dom::array(value).size() == 0)) {
+        continue;
+      }
+      if (type != element_type::ARRAY) {
+        return ApiError::InvalidRequest("images must be an array of data URIs", "images");
+      }
+      return ApiError::InvalidRequest("this server embeds text only; images are not supported",
+                                      "images", "unsupported_input");
+    } else if (key == "model") {
+      if (auto err = ParseOptionalString(value, "model", &out->model)) return err;
+    } else if (key == "input_type") {
+      std::optional<std::string> input_type;
+      if (auto err = ParseOptionalString(value, "input_type", &input_type)) return err;
+      if (!input_type) continue;
+      if (*input_type == "search_query") {
+        out->input_type = "query";
+      } else if (*input_type == "search_document") {
+        out->input_type = "document";
+      } else if (*input_type == "classification" || *input_type == "clustering") {
+        out->input_type = std::move(*input_type);
+      } else if (*input_type == "image") {
+        return ApiError::InvalidRequest("this server embeds text only; not input_type image",
+                                        "input_type", "unsupported_input");
+      } else {
+        return ApiError::InvalidRequest(
+            "input_type must be \"search_query\", \"search_document\", \"classification\" or "
+            "\"clustering\"",
+            "input_type");
+      }
+    } else if (key == "embedding_types") {
+      if (auto err = ParseEmbeddingTypes(value, &out->embedding_types)) return err;
+    } else if (key == "truncate") {
+      if (type == element_type::NULL_VALUE) continue;
+      const std::string_view t = type == element_type::STRING ? std::string_view(value) : "";
+      if (t == "NONE") {
+        out->truncate = false;
+      } else if (t == "START" || t == "END") {
+        out->truncate = true;
+        out->truncation_direction = t == "START" ? TruncationSide::kLeft : TruncationSide::kRight;
+      } else {
+        return ApiError::InvalidRequest("truncate must be \"NONE\", \"START\" or \"END\"",
+                                        "truncate");
+      }
+    } else if (key == "max_tokens") {
+      if (auto err = ParsePositiveInteger(value, "max_tokens", &out->max_tokens)) return err;
+    } else if (key == "output_dimension") {
+      if (auto err = ParsePositiveInteger(value, "output_dimension", &out->dimensions)) return err;
     } else if (key == "priority") {
       if (auto err = ParsePriority(value, &out->scheduling.priority)) return err;
     }
-    // "user" and fields we do not know are accepted and ignored.
   }
-  if (!has_input) return ApiError::InvalidRequest("input is required", "input");
+  if (has_texts == has_inputs) {
+    return ApiError::InvalidRequest(
+        has_texts ? "send texts or inputs, not both" : "texts is required (or v2's inputs)",
+        "texts");
+  }
+  if (has_inputs) out->texts = std::move(inputs);
+  if (version == CohereApiVersion::kV2 && out->embedding_types.empty()) {
+    out->embedding_types.push_back(EncodingFormat::kFloat);
+  }
   return std::nullopt;
 }
 

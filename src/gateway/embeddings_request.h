@@ -27,13 +27,17 @@ struct EmbeddingsRequest {
   // ({"embeddings": {"float": [...], "int8": [...]}}) instead of OpenAI's `data`.
   std::vector<EncodingFormat> embedding_types;
   std::optional<int64_t> dimensions;  // keep the first N dimensions, then re-normalise
+  // Cohere's `max_tokens`: at most this many tokens per input (the model's maximum when larger);
+  // an input over it is cut or refused as `truncate` says.
+  std::optional<int64_t> max_tokens;
   // Cut over-long inputs instead of refusing them; unset: the server's --auto-truncate.
   std::optional<bool> truncate;
   TruncationSide truncation_direction = TruncationSide::kRight;  // which end `truncate` cuts
   std::optional<bool> normalize;      // L2-normalise; unset → the model's own default
   // Prompt selection (texts only): a named prompt of the model's
-  // config_sentence_transformers.json, or input_type "query" / "document" (the prompt of that
-  // name if the model has one, else none). Neither: the server's default prompt, if any.
+  // config_sentence_transformers.json, or input_type (the prompt of that name if the model has
+  // one, else none: "query" / "document" from OpenAI-style requests, also "classification" /
+  // "clustering" from Cohere's). Neither: the server's default prompt, if any.
   std::optional<std::string> prompt_name;
   std::optional<std::string> input_type;
   // `priority` from the body; the router adds the deadline (X-Request-Timeout,
@@ -47,12 +51,25 @@ struct EmbeddingsRequest {
 
 // OpenAI `POST /v1/embeddings`: input (string | [string] | [token id] | [[token id]]), model,
 // encoding_format (float, base64, and the quantized int8, uint8, binary, ubinary), dimensions,
-// user (ignored), and our extensions `embedding_types` (Cohere), `truncate`,
-// `truncation_direction` (left | right), `prompt_name`, `input_type`, `priority` (vLLM's). Checks
+// user (a string, not used), and our extensions `embedding_types` (Cohere), `truncate`,
+// `truncation_direction` (left | right), `normalize`, `prompt_name`, `input_type` (query |
+// document), `priority` (vLLM's). Checks
 // JSON types and shapes only; what depends on the model (its name, vocabulary, maximum length,
 // dimension) is checked by EmbeddingService. Returns the error to send, or nullopt with *out
 // filled.
 std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body, EmbeddingsRequest* out);
+
+// Cohere's `POST /v1/embed` and `POST /v2/embed`: "texts" ([string]) or v2's "inputs" ([{"content":
+// [{"type": "text", "text"}]}], an input's text parts joined by newlines), "model",
+// "input_type" (search_query → the model's "query" prompt, search_document → "document",
+// classification and clustering → the prompt of that name; none when the model lacks it),
+// "embedding_types" (v2: default ["float"]; v1: none, a plain list of float rows),
+// "truncate" (NONE | START | END, default END: Cohere cuts long inputs), "max_tokens",
+// "output_dimension" (→ dimensions) and "priority". Images are refused: orchid serves text
+// models.
+enum class CohereApiVersion : uint8_t { kV1, kV2 };
+std::optional<ApiError> ParseCohereEmbedRequest(std::string_view body, CohereApiVersion version,
+                                                EmbeddingsRequest* out);
 
 // text-embeddings-inference `POST /embed`: {"inputs": str | [str], "normalize": bool = true,
 // "truncate": bool, "truncation_direction": "left" | "right", "prompt_name": str | null,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <random>
 #include <vector>
 
 #include "gateway/base64.h"
@@ -36,6 +38,14 @@ void WriteRow(JsonWriter& w, const float* row, int dim, EncodingFormat format,
     ints.push_back(']');
     w.Raw(ints);
   }
+}
+
+// A reply id as Cohere's carry one: "embed-" and 16 random hex digits.
+std::string ResponseId() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(rng()));
+  return std::string("embed-") + hex;
 }
 
 }  // namespace
@@ -73,6 +83,38 @@ std::string WriteOpenAiEmbeddingsResponse(const EmbeddingMatrix& m, const Embedd
   w.Key("usage").BeginObject().Key("prompt_tokens").Int(prompt_tokens);
   w.Key("total_tokens").Int(prompt_tokens).EndObject();
   w.EndObject();
+  return out;
+}
+
+std::string WriteCohereEmbedResponse(const EmbeddingMatrix& m, const EmbeddingOutput& output,
+                                     const std::vector<std::string>& texts,
+                                     std::string_view api_version, int64_t input_tokens) {
+  std::string out;
+  const size_t kinds = std::max<size_t>(1, output.types.size());
+  out.reserve(kinds * size_t(m.rows) * (size_t(m.dim) * 11 + 64) + 256);
+  std::vector<int32_t> scratch;
+  JsonWriter w(&out);
+  w.BeginObject().Key("id").String(ResponseId());
+  if (output.types.empty()) {
+    w.Key("response_type").String("embeddings_floats").Key("embeddings").BeginArray();
+    for (int i = 0; i < m.rows; ++i) w.FloatArray(m.row(i), size_t(m.dim));
+    w.EndArray();
+  } else {
+    w.Key("response_type").String("embeddings_by_type").Key("embeddings").BeginObject();
+    for (EncodingFormat type : output.types) {
+      w.Key(EncodingFormatName(type)).BeginArray();
+      for (int i = 0; i < m.rows; ++i) WriteRow(w, m.row(i), m.dim, type, output.native, &scratch);
+      w.EndArray();
+    }
+    w.EndObject();
+  }
+  w.Key("texts").BeginArray();
+  for (const std::string& t : texts) w.String(t);
+  w.EndArray();
+  w.Key("meta").BeginObject();
+  w.Key("api_version").BeginObject().Key("version").String(api_version).EndObject();
+  w.Key("billed_units").BeginObject().Key("input_tokens").Int(input_tokens).EndObject();
+  w.EndObject().EndObject();
   return out;
 }
 

@@ -34,6 +34,15 @@ inline std::string WriteOpenAiEmbeddingsResponse(const EmbeddingMatrix& m, Encod
                                        model, prompt_tokens);
 }
 
+// Cohere's embed reply: {"id", "embeddings", "texts", "meta": {"api_version": {"version"},
+// "billed_units": {"input_tokens"}}, "response_type"}. With output.types (always so on v2):
+// "response_type": "embeddings_by_type", "embeddings": {"float": [[...]], "int8": [[...]], ...};
+// without (v1): "response_type": "embeddings_floats", "embeddings": [[...]]. `texts`: the
+// request's texts, echoed as Cohere does.
+std::string WriteCohereEmbedResponse(const EmbeddingMatrix& m, const EmbeddingOutput& output,
+                                     const std::vector<std::string>& texts,
+                                     std::string_view api_version, int64_t input_tokens);
+
 // TEI /embed: [[floats], ...]
 std::string WriteTeiEmbedResponse(const EmbeddingMatrix& m);
 // TEI's POST /embed_sparse: per input, its non-zero entries [{"index": i, "value": v}, ...] in

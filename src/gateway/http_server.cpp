@@ -131,6 +131,9 @@ class Session : public std::enable_shared_from_this<Session> {
     if (auto it = req.find(http::field::origin); it != req.end()) {
       request.origin = std::string(it->value());
     }
+    if (auto it = req.find(http::field::accept); it != req.end()) {
+      request.accept = std::string(it->value());
+    }
     if (auto it = req.find("x-request-timeout"); it != req.end()) {
       request.request_timeout = std::string(it->value());
     }

@@ -13,8 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "gateway/json_parse.h"
 #include "gateway/json_writer.h"
+#include "gateway/openapi_document.h"
 #include "gateway/openapi_json.h"
+#include "gateway/static_pages.h"
 #include "gateway/tokenize_routes.h"
 
 namespace orchid {
@@ -28,6 +31,20 @@ HttpResponse TeiErrorResponse(const ApiError& error) {
   return r;
 }
 
+// Cohere's error body on Cohere's routes (/v1/embed, /v2/embed, /v2/rerank).
+HttpResponse CohereErrorResponse(const ApiError& error) {
+  HttpResponse r;
+  r.status = error.http_status;
+  r.body = CohereErrorBody(error);
+  return r;
+}
+
+bool IsCohereRoute(std::string_view path) {
+  return path == "/v1/embed" || path == "/v2/embed" || path == "/v2/rerank";
+}
+
+// "/" is TEI's POST / (the default model's route). GET / and the other browser pages
+// (static_pages.h) are answered before this table is looked at.
 struct RouteEntry {
   std::string_view path;
   std::string_view method;
@@ -38,7 +55,8 @@ constexpr RouteEntry kRoutes[] = {
     {"/metrics", "GET"},        {"/tokenize", "POST"},    {"/decode", "POST"},
     {"/rerank", "POST"},        {"/v1/rerank", "POST"},   {"/v1/score", "POST"},
     {"/score", "POST"},         {"/info", "GET"},         {"/similarity", "POST"},
-    {"/predict", "POST"},       {"/openapi.json", "GET"},
+    {"/predict", "POST"},       {"/openapi.json", "GET"}, {"/", "POST"},
+    {"/v1/embed", "POST"},      {"/v2/embed", "POST"},    {"/v2/rerank", "POST"},
 };
 
 std::string_view PathOf(std::string_view target) {
@@ -56,6 +74,7 @@ std::string RouteLabel(std::string_view target) {
   for (const RouteEntry& r : kRoutes) {
     if (r.path == path) return std::string(path);
   }
+  if (FindStaticPage(path) != nullptr) return std::string(path);
   if (path.size() > kModelPrefix.size() && path.substr(0, kModelPrefix.size()) == kModelPrefix) {
     return "/v1/models/{id}";
   }
@@ -137,8 +156,8 @@ std::optional<ApiError> ClientDeadline(const HttpRequest& request,
     *deadline = std::min(*deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                        std::chrono::duration<double>(seconds)));
   };
-  if (!request.request_timeout.empty()) {
-    const std::optional<double> s = TimeoutSeconds(request.request_timeout);
+  if (request.request_timeout) {
+    const std::optional<double> s = TimeoutSeconds(*request.request_timeout);
     if (!s) {
       return ApiError::InvalidRequest(
           "X-Request-Timeout must be a positive number of seconds, e.g. 30 or 2.5",
@@ -155,6 +174,25 @@ HttpResponse InternalError(const std::exception& e) {
   return ErrorResponse(ApiError::FromStatus(Status::Internal(e.what())));
 }
 
+HttpResponse PageResponse(const StaticPage& page) {
+  HttpResponse r;
+  r.content_type = std::string(page.content_type);
+  r.body = std::string(page.body);
+  return r;
+}
+
+// What a POST / body's "inputs" is, which picks the route (see Route): none (absent, null, or
+// no JSON object at all), an object (TEI's /similarity request), or anything else.
+enum class BodyInputs { kNone, kObject, kOther };
+BodyInputs InputsOf(std::string_view body) {
+  simdjson::dom::element doc, inputs;
+  if (ParseDocument(body, &doc) || doc["inputs"].get(inputs) != simdjson::SUCCESS ||
+      inputs.is_null()) {
+    return BodyInputs::kNone;
+  }
+  return inputs.is_object() ? BodyInputs::kObject : BodyInputs::kOther;
+}
+
 }  // namespace
 
 HttpResponse ErrorResponse(const ApiError& error) {
@@ -167,13 +205,43 @@ HttpResponse ErrorResponse(const ApiError& error) {
 Router::Router(EmbeddingService* service, MetricsRegistry* metrics, ScoreService* score)
     : Router(std::vector<RoutedModel>{RoutedModel{service, score}}, metrics) {}
 
+// What the served models answer, for the OpenAPI document (openapi_document.h).
+static ServedModelFacts FactsOf(const std::vector<RoutedModel>& models) {
+  ServedModelFacts facts;
+  for (size_t i = 0; i < models.size(); ++i) {
+    const EmbeddingService& m = *models[i].embed;
+    const ModelInfo& info = m.model_info();
+    std::vector<std::string> kinds;
+    if (!m.is_scorer()) {
+      kinds.push_back(info.sparse ? "sparse" : "embed");
+      facts.dimensions =
+          facts.dimensions == 0 ? m.dim() : std::min<int64_t>(facts.dimensions, m.dim());
+    } else if (models[i].score != nullptr) {
+      if (info.num_labels == 1) kinds.push_back("rerank");
+      if (info.pair_format == PairFormat::kTokenizerPair) kinds.push_back("classify");
+    }
+    for (const std::string& k : kinds) {
+      facts.kinds.insert(k);
+      if (i == 0) facts.kinds.insert("default-" + k);
+    }
+    facts.model_names.push_back(m.model_name());
+    const int64_t last_id = int64_t(info.vocab_size) - 1;
+    facts.max_token_id = i == 0 ? last_id : std::min(facts.max_token_id, last_id);
+  }
+  for (const auto& [name, text] : models.front().embed->prompts().prompts) {
+    facts.prompt_names.push_back(name);
+  }
+  return facts;
+}
+
 Router::Router(std::vector<RoutedModel> models, MetricsRegistry* metrics)
     : models_(std::move(models)),
       service_(models_.at(0).embed),
       metrics_(metrics),
       created_(std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::system_clock::now().time_since_epoch())
-                   .count()) {}
+                   .count()),
+      openapi_(ServedOpenApiDocument(kOpenApiJson, FactsOf(models_))) {}
 
 void Router::SetApiKey(std::string key) {
   expected_authorization_ = key.empty() ? std::string() : "Bearer " + key;
@@ -237,8 +305,10 @@ void Router::Handle(HttpRequest request, Reply reply) {
 
 void Router::Route(HttpRequest request, const Reply& reply) {
   const std::string_view path = PathOf(request.target);
+  // The pages a browser opens (and GET /, also TEI's health check) need no key either.
+  const bool page = request.method == "GET" && FindStaticPage(path) != nullptr;
   if (!expected_authorization_.empty() && path != "/health" && path != "/metrics" &&
-      path != "/openapi.json" &&
+      path != "/openapi.json" && !page &&
       !SameAuthorization(request.authorization, expected_authorization_)) {
     ApiError e = ApiError::InvalidRequest(
         request.authorization.empty()
@@ -251,6 +321,20 @@ void Router::Route(HttpRequest request, const Reply& reply) {
     return reply(std::move(r));
   }
 
+  // The browser pages. GET / is the playground for a browser only: for anything else it stays
+  // TEI's health check (GET / there).
+  if (page) {
+    if (path == "/" && !AcceptsHtml(request.accept)) return reply(Health());
+    return reply(PageResponse(*FindStaticPage(path)));
+  }
+  if (path != "/" && FindStaticPage(path) != nullptr) {
+    ApiError e = ApiError::InvalidRequest(std::string(path) + " accepts GET, not " + request.method,
+                                          {}, "method_not_allowed");
+    e.http_status = 405;
+    HttpResponse r = ErrorResponse(e);
+    r.allow = "GET";
+    return reply(std::move(r));
+  }
   const RouteEntry* route = nullptr;
   for (const RouteEntry& r : kRoutes) {
     if (r.path == path) route = &r;
@@ -273,12 +357,13 @@ void Router::Route(HttpRequest request, const Reply& reply) {
     return reply(ErrorResponse(e));
   }
   if (request.method != route->method) {
+    const std::string allow = path == "/" ? "GET, POST" : std::string(route->method);
     ApiError e = ApiError::InvalidRequest(
-        std::string(path) + " accepts " + std::string(route->method) + ", not " + request.method,
-        {}, "method_not_allowed");
+        std::string(path) + " accepts " + allow + ", not " + request.method, {},
+        "method_not_allowed");
     e.http_status = 405;
     HttpResponse r = ErrorResponse(e);
-    r.allow = std::string(route->method);
+    r.allow = allow;
     return reply(std::move(r));
   }
   if (path == "/health") return reply(Health());
@@ -296,7 +381,7 @@ void Router::Route(HttpRequest request, const Reply& reply) {
   if (path == "/v1/models") return reply(Models());
   if (path == "/openapi.json") {
     HttpResponse r;
-    r.body = kOpenApiJson;
+    r.body = openapi_;
     return reply(std::move(r));
   }
   if (path == "/info") return reply(Info());
@@ -311,16 +396,42 @@ void Router::Route(HttpRequest request, const Reply& reply) {
   client.cancellation = request.cancellation;
   if (auto err = ClientDeadline(request, &client.deadline)) {
     const bool tei = path == "/embed" || path == "/embed_sparse" || path == "/similarity" ||
-                     path == "/predict" || path == "/rerank";
-    return reply(tei ? TeiErrorResponse(*err) : ErrorResponse(*err));
+                     path == "/predict" || path == "/rerank" || path == "/";
+    return reply(tei                   ? TeiErrorResponse(*err)
+                 : IsCohereRoute(path) ? CohereErrorResponse(*err)
+                                       : ErrorResponse(*err));
   }
   std::string body = std::move(request.body);
+  // TEI's POST /: the default model's own route. A reranker's body without `inputs` is /rerank
+  // (TEI's {query, texts}); a classifier's or a reranker's body with `inputs` (what Hugging
+  // Face's InferenceClient.text_classification sends) is /predict, in the Inference API's
+  // text-classification shape. An embedder's body whose `inputs` is an object is /similarity
+  // (InferenceClient.sentence_similarity); any other is /embed.
+  if (path == "/") {
+    const BodyInputs inputs = InputsOf(body);
+    if (!service_->is_scorer()) {
+      if (service_->model_info().sparse) return TeiEmbedSparse(std::move(body), client, reply);
+      if (inputs == BodyInputs::kObject) return TeiSimilarity(std::move(body), client, reply);
+      return TeiEmbed(std::move(body), client, reply);
+    }
+    if (service_->model_info().num_labels == 1 && inputs == BodyInputs::kNone) {
+      return Score(ScoreRoute::kTei, std::move(body), client, reply);
+    }
+    return TeiPredict(std::move(body), client, reply, /*hf=*/true);
+  }
   if (path == "/embed") return TeiEmbed(std::move(body), client, reply);
   if (path == "/embed_sparse") return TeiEmbedSparse(std::move(body), client, reply);
   if (path == "/similarity") return TeiSimilarity(std::move(body), client, reply);
   if (path == "/predict") return TeiPredict(std::move(body), client, reply);
   if (path == "/rerank") return Score(ScoreRoute::kTei, std::move(body), client, reply);
   if (path == "/v1/rerank") return Score(ScoreRoute::kRerank, std::move(body), client, reply);
+  if (path == "/v2/rerank") return CohereRerank(std::move(body), client, reply);
+  if (path == "/v2/embed") {
+    return CohereEmbed(CohereApiVersion::kV2, std::move(body), client, reply);
+  }
+  if (path == "/v1/embed") {
+    return CohereEmbed(CohereApiVersion::kV1, std::move(body), client, reply);
+  }
   if (path == "/v1/score" || path == "/score") {
     return Score(ScoreRoute::kScore, std::move(body), client, reply);
   }
@@ -541,10 +652,13 @@ void Router::TeiSimilarity(std::string body, const Scheduling& client, const Rep
   });
 }
 
-void Router::TeiPredict(std::string body, const Scheduling& client, const Reply& reply) {
+void Router::TeiPredict(std::string body, const Scheduling& client, const Reply& reply, bool hf) {
   auto error_reply = [](ApiError e) { return TeiErrorResponse(e); };
   PredictRequest request;
-  if (auto err = ParsePredictRequest(body, &request)) return reply(error_reply(std::move(*err)));
+  if (auto err =
+          hf ? ParseHfClassificationRequest(body, &request) : ParsePredictRequest(body, &request)) {
+    return reply(error_reply(std::move(*err)));
+  }
   body.clear();
   body.shrink_to_fit();
   AddClient(client, &request.scheduling);
@@ -560,12 +674,76 @@ void Router::TeiPredict(std::string body, const Scheduling& client, const Reply&
   const ModelInfo& info = model->embed->model_info();
   for (int i = 0; i < info.num_labels; ++i) labels.push_back(info.label(i));
   const bool batch = request.batch;
-  model->score->Predict(std::move(request), [batch, labels = std::move(labels), error_reply,
+  const std::optional<int64_t> top_k = request.top_k;
+  model->score->Predict(std::move(request), [batch, top_k, labels = std::move(labels), error_reply,
                                              reply](PredictReply result) {
     if (result.error) return reply(error_reply(std::move(*result.error)));
     try {
       HttpResponse r;
-      r.body = WritePredictResponse(batch, result.scores, labels);
+      r.body = WritePredictResponse(batch, result.scores, labels, top_k);
+      reply(std::move(r));
+    } catch (const std::exception& e) {
+      reply(InternalError(e));
+    }
+  });
+}
+
+void Router::CohereEmbed(CohereApiVersion version, std::string body, const Scheduling& client,
+                         const Reply& reply) {
+  EmbeddingsRequest request;
+  if (auto err = ParseCohereEmbedRequest(body, version, &request)) {
+    return reply(CohereErrorResponse(*err));
+  }
+  body.clear();
+  body.shrink_to_fit();
+  AddClient(client, &request.scheduling);
+  if (auto e = TooManyInputs(request)) return reply(CohereErrorResponse(*e));
+  ApiError not_found;
+  const RoutedModel* model = Select(request.model, &not_found);
+  if (model == nullptr) return reply(CohereErrorResponse(not_found));
+  EmbeddingService* service = model->embed;
+  if (auto e = NotAnEmbedder(*service)) return reply(CohereErrorResponse(*e));
+  const EmbeddingOutput output{EncodingFormat::kFloat, request.embedding_types,
+                               service->native_quantization()};
+  // Cohere echoes the texts.
+  auto texts = std::make_shared<const std::vector<std::string>>(request.texts);
+  const std::string_view api_version = version == CohereApiVersion::kV1 ? "1" : "2";
+  service->Embed(std::move(request), [reply, output, texts, api_version](EmbeddingReply result) {
+    if (result.error) return reply(CohereErrorResponse(*result.error));
+    try {
+      HttpResponse r;
+      r.body = WriteCohereEmbedResponse(result.embeddings, output, *texts, api_version,
+                                        result.prompt_tokens);
+      reply(std::move(r));
+    } catch (const std::exception& e) {
+      reply(InternalError(e));
+    }
+  });
+}
+
+void Router::CohereRerank(std::string body, const Scheduling& client, const Reply& reply) {
+  ScoreRequest request;
+  if (auto err = ParseCohereRerankRequest(body, &request)) return reply(CohereErrorResponse(*err));
+  body.clear();
+  body.shrink_to_fit();
+  AddClient(client, &request.scheduling);
+  ApiError not_found;
+  const RoutedModel* model = Select(request.model, &not_found);
+  if (model == nullptr) return reply(CohereErrorResponse(not_found));
+  if (model->score == nullptr) {
+    return reply(CohereErrorResponse(
+        ApiError::InvalidRequest("The model `" + model->embed->model_name() + "` is not a reranker",
+                                 "model", "model_not_a_reranker")));
+  }
+  auto shown = std::make_shared<ScoreRequest>();
+  shown->top_n = request.top_n;
+  shown->return_text = request.return_text;
+  if (request.return_text) shown->documents = request.documents;
+  model->score->Score(std::move(request), [shown, reply](ScoreReply result) {
+    if (result.error) return reply(CohereErrorResponse(*result.error));
+    try {
+      HttpResponse r;
+      r.body = WriteCohereRerankResponse(*shown, result.scores, result.tokens);
       reply(std::move(r));
     } catch (const std::exception& e) {
       reply(InternalError(e));

@@ -7,6 +7,9 @@
 //   POST /rerank          TEI rerank (scorer models; see score_request.h for the three shapes)
 //   POST /predict         TEI: every label's probability for texts or pairs (classifiers)
 //   POST /v1/rerank       Cohere / Jina rerank
+//   POST /v2/rerank       Cohere's v2 rerank (what cohere.ClientV2.rerank posts)
+//   POST /v2/embed        Cohere's v2 embed, embeddings by type (cohere.ClientV2.embed)
+//   POST /v1/embed        Cohere's v1 embed (cohere.Client.embed)
 //   POST /v1/score        vLLM-style pair scores
 //   POST /tokenize        TEI: tokens with ids, text and character offsets
 //   POST /decode          TEI: ids back to text
@@ -14,10 +17,17 @@
 //   GET  /health          {"status":"ok"}, or 503 while no worker can take requests
 //   GET  /metrics         Prometheus text format (when a registry is given)
 //   GET  /info            the default model, in text-embeddings-inference's shape
-//   GET  /openapi.json    the API's OpenAPI 3.1 description (src/gateway/openapi.json)
+//   GET  /openapi.json    the API's OpenAPI 3.1 description (src/gateway/openapi.json), narrowed
+//                         to the routes, model names and limits of the served models
+//   POST /                TEI's: the default model's route (/embed, or /similarity for an
+//                         object `inputs`; /embed_sparse; /rerank for a reranker's body without
+//                         `inputs`; else /predict in the Hugging Face Inference API's shape)
+//   GET  /                the playground for a browser (Accept: text/html), else TEI's health
+//                         check (as /health); /docs is Swagger UI (static_pages.h)
 //
-// With an API key set (SetApiKey), every route but /health, /metrics and /openapi.json answers
-// 401 unless the request carries `Authorization: Bearer <key>` (what OpenAI's clients send).
+// With an API key set (SetApiKey), every route but /health, /metrics, /openapi.json and the
+// browser pages (GET /, /docs and its assets) answers 401 unless the request carries
+// `Authorization: Bearer <key>` (what OpenAI's clients send).
 // With CORS origins set (SetCorsOrigins), a request whose Origin is allowed gets
 // Access-Control-Allow-Origin on its reply, and an OPTIONS preflight to a known route gets 204
 // with the allowed methods and headers (no API key needed for it).
@@ -57,10 +67,11 @@ struct HttpRequest {
   std::string origin;         // the Origin header, if any (browsers' cross-origin requests)
   // The client's timeout in seconds: X-Request-Timeout (orchid's), X-Stainless-Timeout (what
   // OpenAI's Python client sends by default). Work not started by then is dropped (504).
-  std::string request_timeout;
+  std::optional<std::string> request_timeout;  // unset: no such header (empty: a bad one)
   std::string stainless_timeout;
   // Cancelled by the HTTP server when the client disconnects before its reply (null: never).
   std::shared_ptr<const Cancellation> cancellation;
+  std::string accept;  // the Accept header, if any (GET / serves HTML to browsers)
 };
 
 struct HttpResponse {
@@ -86,13 +97,14 @@ class Router {
   // inputs; TEI's max_client_batch_size).
   static constexpr size_t kMaxClientBatchSize = 2048;
 
-  // The services (and `metrics`, if given) must outlive the router. `models` is not empty.
+  // The services (and `metrics`, if given) must outlive the router. `models` is not empty. Set
+  // the services' prompts (SetPrompts) first: the served OpenAPI document lists them.
   explicit Router(EmbeddingService* service, MetricsRegistry* metrics = nullptr,
                   ScoreService* score = nullptr);
   explicit Router(std::vector<RoutedModel> models, MetricsRegistry* metrics = nullptr);
 
-  // Requires `Authorization: Bearer <key>` on every route but /health, /metrics and
-  // /openapi.json (an empty key requires nothing). Call before the first Handle().
+  // Requires `Authorization: Bearer <key>` on every route but /health, /metrics, /openapi.json
+  // and the browser pages (an empty key requires nothing). Call before the first Handle().
   void SetApiKey(std::string key);
   // Origins (e.g. "https://app.example.com") whose browser pages may call the API; "*": any.
   // Empty: no CORS headers (browsers then refuse cross-origin replies). Call before Handle().
@@ -109,7 +121,12 @@ class Router {
   void TeiEmbed(std::string body, const Scheduling& client, const Reply& reply);
   void TeiEmbedSparse(std::string body, const Scheduling& client, const Reply& reply);
   void TeiSimilarity(std::string body, const Scheduling& client, const Reply& reply);
-  void TeiPredict(std::string body, const Scheduling& client, const Reply& reply);
+  // `hf`: the Hugging Face Inference API's text classification (POST / on a classifier):
+  // `parameters` {top_k, function_to_apply} and a list per input, also for a single text.
+  void TeiPredict(std::string body, const Scheduling& client, const Reply& reply, bool hf = false);
+  void CohereEmbed(CohereApiVersion version, std::string body, const Scheduling& client,
+                   const Reply& reply);
+  void CohereRerank(std::string body, const Scheduling& client, const Reply& reply);
   enum class ScoreRoute { kTei, kRerank, kScore };
   void Score(ScoreRoute route, std::string body, const Scheduling& client, const Reply& reply);
   HttpResponse Models() const;
@@ -128,6 +145,9 @@ class Router {
   // The Access-Control-Allow-Origin value for a request's Origin, or empty when not allowed.
   std::string CorsOrigin(const std::string& origin) const;
   int64_t created_;  // reported as the model's "created" time: when the server started
+  // GET /openapi.json: the document narrowed to what the served models answer
+  // (openapi_document.h), built once.
+  std::string openapi_;
 };
 
 HttpResponse ErrorResponse(const ApiError& error);

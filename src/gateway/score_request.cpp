@@ -76,7 +76,6 @@ std::optional<ApiError> ParseTexts(element value, std::string_view name, bool al
   return std::nullopt;
 }
 
-
 // Fields every scoring route shares; true when `key` was one of them (*err set on bad values).
 bool ParseCommonField(std::string_view key, element value, ScoreRequest* out,
                       std::optional<ApiError>* err) {
@@ -156,14 +155,7 @@ std::optional<ApiError> ParseRerankRequest(std::string_view body, ScoreRequest* 
     } else if (key == "return_documents") {
       if ((err = ParseBool(value, "return_documents", &out->return_text))) return err;
     } else if (key == "top_n") {
-      if (value.type() == element_type::NULL_VALUE) continue;
-      if (value.type() == element_type::INT64 && int64_t(value) >= 1) {
-        out->top_n = int64_t(value);
-      } else if (value.type() == element_type::UINT64) {
-        out->top_n = std::numeric_limits<int64_t>::max();
-      } else {
-        return ApiError::InvalidRequest("top_n must be a positive integer", "top_n");
-      }
+      if ((err = ParsePositiveInteger(value, "top_n", &out->top_n))) return err;
     } else if (ParseCommonField(key, value, out, &err)) {
       if (err) return err;
     }
@@ -351,9 +343,47 @@ std::optional<ApiError> ParsePredictRequest(std::string_view body, PredictReques
   return std::nullopt;
 }
 
+std::optional<ApiError> ParseHfClassificationRequest(std::string_view body, PredictRequest* out) {
+  if (auto err = ParsePredictRequest(body, out)) return err;
+  out->batch = true;
+  element doc;
+  if (auto err = ParseDocument(body, &doc)) return err;
+  element parameters;
+  if (doc["parameters"].get(parameters) != simdjson::SUCCESS || parameters.is_null()) {
+    return std::nullopt;
+  }
+  if (parameters.type() != element_type::OBJECT) {
+    return ApiError::InvalidRequest("parameters must be an object", "parameters");
+  }
+  for (simdjson::dom::key_value_pair p : simdjson::dom::object(parameters)) {
+    const element value = p.value;
+    if (value.type() == element_type::NULL_VALUE) continue;
+    if (p.key == "top_k") {
+      if (auto err = ParsePositiveInteger(value, "parameters.top_k", &out->top_k)) return err;
+    } else if (p.key == "function_to_apply") {
+      const std::string_view f =
+          value.type() == element_type::STRING ? std::string_view(value) : std::string_view();
+      if (f == "sigmoid") {
+        out->function = ScoreFunction::kSigmoid;
+      } else if (f == "softmax") {
+        out->function = ScoreFunction::kSoftmax;
+      } else if (f == "none") {
+        out->function = ScoreFunction::kNone;
+      } else {
+        return ApiError::InvalidRequest(
+            "parameters.function_to_apply must be \"sigmoid\", \"softmax\" or \"none\"",
+            "parameters.function_to_apply");
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 std::string WritePredictResponse(bool batch, const std::vector<float>& scores,
-                                 const std::vector<std::string>& labels) {
+                                 const std::vector<std::string>& labels,
+                                 std::optional<int64_t> top_k) {
   const size_t n = labels.size();
+  const size_t keep = top_k && *top_k >= 0 ? std::min(n, size_t(*top_k)) : n;
   std::string out;
   JsonWriter w(&out);
   if (batch) w.BeginArray();
@@ -361,12 +391,98 @@ std::string WritePredictResponse(bool batch, const std::vector<float>& scores,
   for (size_t i = 0; n > 0 && i < scores.size() / n; ++i) {
     row.assign(scores.begin() + long(i * n), scores.begin() + long((i + 1) * n));
     w.BeginArray();
-    for (size_t k : Ranked(row)) {
+    std::vector<size_t> order = Ranked(row);
+    order.resize(keep);
+    for (size_t k : order) {
       w.BeginObject().Key("score").Float(row[k]).Key("label").String(labels[k]).EndObject();
     }
     w.EndArray();
   }
   if (batch) w.EndArray();
+  return out;
+}
+
+std::optional<ApiError> ParseCohereRerankRequest(std::string_view body, ScoreRequest* out) {
+  *out = ScoreRequest{};
+  out->truncate = true;
+  element doc;
+  if (auto err = ParseDocument(body, &doc)) return err;
+  bool has_query = false, has_documents = false;
+  for (simdjson::dom::key_value_pair field : simdjson::dom::object(doc)) {
+    const std::string_view key = field.key;
+    const element value = field.value;
+    std::optional<ApiError> err;
+    if (key == "query") {
+      out->queries.assign(1, {});
+      if ((err = ParseNonEmptyString(value, "query", &out->queries[0]))) return err;
+      has_query = true;
+    } else if (key == "documents") {
+      if ((err = ParseTexts(value, "documents", false, &out->documents))) return err;
+      has_documents = true;
+    } else if (key == "return_documents") {
+      if ((err = ParseBool(value, "return_documents", &out->return_text))) return err;
+    } else if (key == "top_n") {
+      if ((err = ParsePositiveInteger(value, "top_n", &out->top_n))) return err;
+    } else if (key == "max_tokens_per_doc") {  // checked, not applied (see the header)
+      std::optional<int64_t> max_tokens;
+      if ((err = ParsePositiveInteger(value, "max_tokens_per_doc", &max_tokens))) return err;
+    } else if (key == "relevant_spans") {
+      if (value.type() == element_type::NULL_VALUE) continue;
+      element mode;
+      if (value.type() != element_type::OBJECT || value["mode"].get(mode) != simdjson::SUCCESS ||
+          mode.type() != element_type::STRING ||
+          (std::string_view(mode) != "enabled" && std::string_view(mode) != "disabled")) {
+        return ApiError::InvalidRequest(
+            "relevant_spans must be an object with \"mode\": \"enabled\" or \"disabled\"",
+            "relevant_spans");
+      }
+      element threshold, max_spans;
+      if (value["threshold"].get(threshold) == simdjson::SUCCESS && !threshold.is_null() &&
+          !threshold.is_number()) {
+        return ApiError::InvalidRequest("relevant_spans.threshold must be a number",
+                                        "relevant_spans.threshold");
+      }
+      if (value["max_spans"].get(max_spans) == simdjson::SUCCESS && !max_spans.is_null() &&
+          !JsonInteger(max_spans)) {
+        return ApiError::InvalidRequest("relevant_spans.max_spans must be an integer",
+                                        "relevant_spans.max_spans");
+      }
+      if (std::string_view(mode) == "enabled") {
+        return ApiError::InvalidRequest(
+            "relevant_spans are not supported: this server's rerankers score whole documents",
+            "relevant_spans", "unsupported_parameter");
+      }
+    } else if (ParseCommonField(key, value, out, &err)) {
+      if (err) return err;
+    }
+  }
+  if (!has_query) return ApiError::InvalidRequest("query is required", "query");
+  if (!has_documents) return ApiError::InvalidRequest("documents is required", "documents");
+  return std::nullopt;
+}
+
+std::string WriteCohereRerankResponse(const ScoreRequest& request, const std::vector<float>& scores,
+                                      int64_t tokens) {
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject().Key("id").String(ResponseId("rerank")).Key("results").BeginArray();
+  std::vector<size_t> order = Ranked(scores);
+  if (request.top_n && size_t(*request.top_n) < order.size()) order.resize(size_t(*request.top_n));
+  for (size_t i : order) {
+    w.BeginObject().Key("index").Int(int64_t(i)).Key("relevance_score").Float(scores[i]);
+    if (request.return_text) {
+      w.Key("document").BeginObject().Key("text").String(request.documents[i]).EndObject();
+    }
+    w.EndObject();
+  }
+  w.EndArray();
+  // Cohere bills a search unit per query with up to 100 documents.
+  const int64_t search_units = (int64_t(scores.size()) + 99) / 100;
+  w.Key("meta").BeginObject();
+  w.Key("api_version").BeginObject().Key("version").String("2").EndObject();
+  w.Key("billed_units").BeginObject().Key("search_units").Int(search_units).EndObject();
+  w.Key("tokens").BeginObject().Key("input_tokens").Int(tokens).EndObject();
+  w.EndObject().EndObject();
   return out;
 }
 

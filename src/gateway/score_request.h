@@ -69,6 +69,9 @@ std::string WriteScoreResponse(const std::vector<float>& scores, std::string_vie
 // [text, text] (one pair) | [text | [text, text], ...] (a batch), "truncate",
 // "truncation_direction", "raw_scores", "model" (orchid's: which served model)}. As in TEI, an
 // array of exactly two strings is one pair, not a batch of two texts.
+// What turns a classifier's logits into scores (Hugging Face's `function_to_apply`).
+enum class ScoreFunction : uint8_t { kNone, kSigmoid, kSoftmax };
+
 struct PredictRequest {
   std::vector<std::string> first;   // each input's text, or its pair's first text
   std::vector<std::string> second;  // its pair's second text; empty: a single text
@@ -77,15 +80,40 @@ struct PredictRequest {
   std::optional<bool> truncate;  // unset: the server's --auto-truncate
   TruncationSide truncation_direction = TruncationSide::kRight;
   bool raw_scores = false;  // logits instead of probabilities
-  Scheduling scheduling;    // as ScoreRequest's
+  // Overrides the model's own activation (and raw_scores) when set: Hugging Face's
+  // text-classification `parameters.function_to_apply`.
+  std::optional<ScoreFunction> function;
+  std::optional<int64_t> top_k;  // Hugging Face's `parameters.top_k`: the best k labels only
+  Scheduling scheduling;         // as ScoreRequest's
 
   size_t size() const { return first.size(); }
 };
 std::optional<ApiError> ParsePredictRequest(std::string_view body, PredictRequest* out);
 
-// Each input's [{"score", "label"}], best first; for a batch (PredictRequest::batch), a list of
-// those. `scores` holds `labels.size()` values per input, in label order.
+// The Hugging Face Inference API's text classification, as InferenceClient.text_classification
+// posts it: /predict's request, plus `parameters` {"top_k": int, "function_to_apply":
+// "sigmoid" | "softmax" | "none"}. The reply is always a list per input (batch is set), as the
+// Inference API answers and the client reads it.
+std::optional<ApiError> ParseHfClassificationRequest(std::string_view body, PredictRequest* out);
+
+// Each input's [{"score", "label"}], best first (at most `top_k` of them when set); for a batch
+// (PredictRequest::batch), a list of those. `scores` holds `labels.size()` values per input, in
+// label order.
 std::string WritePredictResponse(bool batch, const std::vector<float>& scores,
-                                 const std::vector<std::string>& labels);
+                                 const std::vector<std::string>& labels,
+                                 std::optional<int64_t> top_k = std::nullopt);
+
+// Cohere's v2 rerank (`POST /v2/rerank`): {"model", "query", "documents": [string], "top_n",
+// "max_tokens_per_doc", "relevant_spans", "priority"}, plus orchid's `return_documents`,
+// `truncate` (default true, as Cohere cuts long documents), `truncation_direction`,
+// `raw_scores` and `instruction`. relevant_spans may only be disabled (orchid finds none).
+// max_tokens_per_doc is checked (an integer of at least 1) but not applied: documents are cut
+// to fit the model's own maximum, which is below Cohere's default of 4096 for every model
+// orchid serves.
+std::optional<ApiError> ParseCohereRerankRequest(std::string_view body, ScoreRequest* out);
+// {"id", "results": [{"index", "relevance_score", "document"?: {"text"}}], "meta": {"api_version":
+// {"version": "2"}, "billed_units": {"search_units"}, "tokens": {"input_tokens"}}}, best first.
+std::string WriteCohereRerankResponse(const ScoreRequest& request, const std::vector<float>& scores,
+                                      int64_t tokens);
 
 }  // namespace orchid

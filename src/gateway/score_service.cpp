@@ -245,17 +245,16 @@ void ScoreService::Predict(PredictRequest request, std::function<void(PredictRep
   const size_t n = request.size();
   const int labels = info.num_labels;
   // Probabilities: the model's own activation for one label (as /rerank), a sigmoid per label
-  // for independent labels, else a softmax over them (transformers' text-classification).
-  enum class Activation {
-    kNone,
-    kSigmoid,
-    kSoftmax
-  } activation = request.raw_scores ? Activation::kNone
-                 : labels == 1
-                     ? (info.score_activation == ScoreActivation::kIdentity ? Activation::kNone
-                                                                            : Activation::kSigmoid)
-                 : info.multi_label ? Activation::kSigmoid
-                                    : Activation::kSoftmax;
+  // for independent labels, else a softmax over them (transformers' text-classification), unless
+  // the request names the function.
+  const ScoreFunction activation =
+      request.function     ? *request.function
+      : request.raw_scores ? ScoreFunction::kNone
+      : labels == 1
+          ? (info.score_activation == ScoreActivation::kIdentity ? ScoreFunction::kNone
+                                                                 : ScoreFunction::kSigmoid)
+      : info.multi_label ? ScoreFunction::kSigmoid
+                         : ScoreFunction::kSoftmax;
   auto shared = std::make_shared<PredictRequest>(std::move(request));
   Run(
       n, [this, shared](size_t i, Encoding* e) { return EncodeInput(*shared, i, e); },
@@ -270,9 +269,9 @@ void ScoreService::Predict(PredictRequest request, std::function<void(PredictRep
         reply.scores = std::move(m.data);
         for (size_t i = 0; i < n; ++i) {
           float* row = reply.scores.data() + i * size_t(labels);
-          if (activation == Activation::kSigmoid) {
+          if (activation == ScoreFunction::kSigmoid) {
             for (int k = 0; k < labels; ++k) row[k] = 1.0f / (1.0f + std::exp(-row[k]));
-          } else if (activation == Activation::kSoftmax) {
+          } else if (activation == ScoreFunction::kSoftmax) {
             const float top = *std::max_element(row, row + labels);
             double sum = 0;
             for (int k = 0; k < labels; ++k) sum += std::exp(double(row[k] - top));

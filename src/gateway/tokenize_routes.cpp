@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gateway/api_error.h"
+#include "gateway/json_parse.h"
 #include "gateway/json_writer.h"
 
 namespace orchid {
@@ -39,7 +40,7 @@ HttpResponse BatchTooLarge(size_t n, size_t max) {
 // Parses `body` into *doc (an object), or returns the error response.
 bool ParseObject(std::string_view body, element* doc, HttpResponse* error) {
   thread_local simdjson::dom::parser parser;  // keeps its buffers between requests
-  const simdjson::error_code ec = parser.parse(body.data(), body.size()).get(*doc);
+  const simdjson::error_code ec = ParseJson(parser, body, doc);
   if (ec == simdjson::UTF8_ERROR) {
     *error = Validation("request body is not valid UTF-8");
   } else if (ec) {
@@ -128,8 +129,7 @@ bool ReadIds(element value, const std::string& where, std::vector<int32_t>* out,
   out->reserve(items.size());
   size_t j = 0;
   for (element v : items) {
-    int64_t id = -1;
-    if (v.type() == element_type::INT64) id = int64_t(v);
+    const int64_t id = JsonInteger(v).value_or(-1);
     if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
       *error = Validation("`" + where + "[" + std::to_string(j) +
                           "]` must be a token id (an integer from 0 to 2147483647)");

@@ -89,7 +89,9 @@ def test_bad_request_then_good_request(server, name, body, status, param):
 @pytest.mark.parametrize("method,path,status", [
     ("GET", "/v1/nothing", 404),
     ("POST", "/v1/chat/completions", 404),
-    ("GET", "/", 404),
+    ("GET", "/index.html", 404),  # GET / is the playground (or TEI's health check)
+    ("GET", "/docs/nothing.js", 404),
+    ("POST", "/docs", 405),
     ("GET", "/v1/embeddings", 405),
     ("PUT", "/v1/embeddings", 405),
     ("DELETE", "/health", 405),

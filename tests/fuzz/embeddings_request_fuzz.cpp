@@ -1,6 +1,7 @@
-// Arbitrary bytes as the JSON body of POST /v1/embeddings, /embed and /similarity, of the rerank
-// routes (/rerank, /v1/rerank, /v1/score) and of /predict: the parsers must return an ApiError or
-// a request that satisfies its documented shape.
+// Arbitrary bytes as the JSON body of POST /v1/embeddings, /embed and /similarity, of Cohere's
+// /v1/embed and /v2/embed, of the rerank routes (/rerank, /v1/rerank, /v2/rerank, /v1/score) and
+// of /predict (and the Hugging Face text classification of POST /): the parsers must return an
+// ApiError or a request that satisfies its documented shape.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -53,19 +54,34 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
   }
-  {
+  for (auto version : {orchid::CohereApiVersion::kV1, orchid::CohereApiVersion::kV2}) {
+    orchid::EmbeddingsRequest r;  // non-empty texts (no token ids); v2 always has a type
+    if (!orchid::ParseCohereEmbedRequest(body, version, &r).has_value()) {
+      Check(r);
+      if (!r.token_ids.empty()) std::abort();
+      for (const std::string& t : r.texts) {
+        if (t.empty()) std::abort();
+      }
+      if (version == orchid::CohereApiVersion::kV2 && r.embedding_types.empty()) std::abort();
+      if ((r.max_tokens && *r.max_tokens < 1) || (r.dimensions && *r.dimensions < 1)) {
+        std::abort();
+      }
+    }
+  }
+  for (auto parse : {orchid::ParsePredictRequest, orchid::ParseHfClassificationRequest}) {
     orchid::PredictRequest r;  // 1..kMaxScorePairs inputs, each a non-empty text or pair
-    if (!orchid::ParsePredictRequest(body, &r).has_value()) {
+    if (!parse(body, &r).has_value()) {
       if (r.size() == 0 || r.size() > orchid::kMaxScorePairs) std::abort();
       if (r.second.size() != r.first.size()) std::abort();
       if (!r.batch && r.size() != 1) std::abort();
       for (const std::string& t : r.first) {
         if (t.empty()) std::abort();
       }
+      if (r.top_k && *r.top_k < 1) std::abort();
     }
   }
   for (auto parse : {orchid::ParseTeiRerankRequest, orchid::ParseRerankRequest,
-                     orchid::ParseScoreRequest}) {
+                     orchid::ParseCohereRerankRequest, orchid::ParseScoreRequest}) {
     orchid::ScoreRequest r;
     if (!parse(body, &r).has_value()) Check(r);
   }

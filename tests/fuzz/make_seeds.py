@@ -88,12 +88,21 @@ def request_seeds():
         # TEI /similarity.
         {"inputs": {"source_sentence": "s", "sentences": ["a", "b c"]},
          "parameters": {"truncate": True, "truncation_direction": "left", "prompt_name": None}},
+        # Cohere's /v2/embed and /v2/rerank, Hugging Face's text classification (issue 23).
+        {"model": "m", "texts": ["a", "b"], "input_type": "search_query", "truncate": "START",
+         "embedding_types": ["float", "base64"], "max_tokens": 8, "output_dimension": 64.0},
+        {"inputs": [{"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]},
+        {"query": "q", "documents": ["a", "b"], "top_n": 1, "max_tokens_per_doc": 4096,
+         "relevant_spans": {"mode": "disabled", "threshold": 0.1}},
+        {"inputs": "a text", "parameters": {"top_k": 2, "function_to_apply": "sigmoid"}},
     ]:
         put("embeddings_request_fuzz", json.dumps(body))
     put("embeddings_request_fuzz", '{"input": "\\u00e9\\ud83d\\ude00 escaped", "model": null}')
     # Regression: a repeated key's null used to leave an accepted request with no inputs.
     put("embeddings_request_fuzz", '{"input": "c", "input": null}')
     put("embeddings_request_fuzz", '{"inputs": "c", "inputs": null}')
+    # Integers beyond 64 bits: valid JSON, read as doubles (issue 23).
+    put("embeddings_request_fuzz", '{"input": [101, 2.0], "x": -400725404172496732160}')
 
 
 def tokenizer_json_seeds():

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace orchid {
 namespace {
 
@@ -136,6 +138,86 @@ TEST(EmbeddingsRequestTest, ReadsQuantizedFormatsEmbeddingTypesAndTruncationDire
   ASSERT_FALSE(
       ParseTeiEmbedRequest(R"({"inputs":"a","truncation_direction":"left"})", &tei).has_value());
   EXPECT_EQ(tei.truncation_direction, TruncationSide::kLeft);
+}
+
+// JSON Schema counts 3.0 as an integer (schemathesis sends such numbers): integer fields take
+// whole numbers in any spelling, and refuse fractions.
+TEST(EmbeddingsRequestTest, IntegersMayBeSpelledAsWholeDecimals) {
+  EXPECT_EQ(Parse(R"({"input":[101.0,7592,1e2]})").token_ids[0],
+            (std::vector<int32_t>{101, 7592, 100}));
+  auto r = Parse(R"({"input":"x","dimensions":2.0,"priority":-3.0})");
+  EXPECT_EQ(r.dimensions, 2);
+  EXPECT_EQ(r.scheduling.priority, -3);
+  EXPECT_EQ(ParseError(R"({"input":"x","priority":2.5})").param, "priority");
+  EXPECT_EQ(ParseError(R"({"input":"x","dimensions":2.5})").param, "dimensions");
+  EXPECT_EQ(ParseError(R"({"input":[1.5]})").param, "input[0]");
+  EXPECT_EQ(ParseError(R"({"input":[1e10]})").code, "invalid_token_id");
+}
+
+// Integers beyond 64 bits are valid JSON (Python writes them); simdjson's DOM cannot hold them,
+// so they are read as doubles: an unknown field with one is ignored, a known one is out of range.
+TEST(EmbeddingsRequestTest, IntegersBeyond64BitsAreValidJson) {
+  auto r = Parse(R"({"x":-400725404172496732160,"y":{"z":[123456789012345678901234]},
+                     "input":"123456789012345678901234567"})");
+  EXPECT_EQ(r.texts, std::vector<std::string>{"123456789012345678901234567"});  // strings kept
+  EXPECT_EQ(ParseError(R"({"input":"x","priority":40725404172496732160})").param, "priority");
+  EXPECT_EQ(ParseError(R"({"input":[40725404172496732160]})").code, "invalid_token_id");
+  // A huge dimensions is read as int64's largest (the service refuses it against the model).
+  EXPECT_EQ(Parse(R"({"input":"x","dimensions":12345678901234567890123})").dimensions,
+            std::numeric_limits<int64_t>::max());
+}
+
+// Every documented optional field is checked for its type (a wrong one is a 400 naming it).
+TEST(EmbeddingsRequestTest, OptionalFieldsAreCheckedForTheirType) {
+  EXPECT_EQ(ParseError(R"({"normalize":[],"input":"x"})").param, "normalize");
+  EXPECT_EQ(Parse(R"({"input":"x","normalize":false})").normalize, std::optional<bool>(false));
+  EXPECT_EQ(Parse(R"({"input":"x","normalize":null})").normalize, std::nullopt);
+  EXPECT_EQ(ParseError(R"({"input":"x","user":5})").param, "user");
+  EXPECT_FALSE(Parse(R"({"input":"x","user":null})").model.has_value());
+  EXPECT_EQ(ParseError(R"({"input":"x","input_type":"search_query"})").param, "input_type");
+  EXPECT_EQ(ParseError(R"({"input":"x","embedding_types":"float"})").param, "embedding_types");
+  // truncation_direction: the documented spellings, TEI's included, and no others.
+  EXPECT_EQ(Parse(R"({"input":"x","truncation_direction":"Right"})").truncation_direction,
+            TruncationSide::kRight);
+  EXPECT_EQ(ParseError(R"({"input":"x","truncation_direction":"LEFT"})").param,
+            "truncation_direction");
+}
+
+EmbeddingsRequest ParseCohere(std::string_view body, CohereApiVersion v = CohereApiVersion::kV2) {
+  EmbeddingsRequest r;
+  auto err = ParseCohereEmbedRequest(body, v, &r);
+  EXPECT_FALSE(err.has_value()) << body << " → " << (err ? err->message : "");
+  return r;
+}
+
+TEST(CohereEmbedRequestTest, MapsCoheresFieldsOntoTheEmbeddingsRequest) {
+  auto r = ParseCohere(R"({"model":"m","texts":["a","b"],"input_type":"search_query",
+                           "truncate":"START","max_tokens":16,"output_dimension":256,
+                           "embedding_types":["int8","float"],"priority":2,"images":[]})");
+  EXPECT_EQ(r.texts, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r.model, "m");
+  EXPECT_EQ(r.input_type, "query");
+  EXPECT_EQ(r.truncate, std::optional<bool>(true));
+  EXPECT_EQ(r.truncation_direction, TruncationSide::kLeft);
+  EXPECT_EQ(r.max_tokens, 16);
+  EXPECT_EQ(r.dimensions, 256);
+  EXPECT_EQ(r.embedding_types,
+            (std::vector<EncodingFormat>{EncodingFormat::kInt8, EncodingFormat::kFloat}));
+  EXPECT_EQ(r.scheduling.priority, 2);
+  EXPECT_EQ(ParseCohere(R"({"texts":["a"],"input_type":"search_document"})").input_type,
+            "document");
+  EXPECT_EQ(ParseCohere(R"({"texts":["a"],"input_type":"clustering"})").input_type, "clustering");
+  // Defaults: Cohere's END truncation; v2 answers floats by type, v1 a plain list.
+  auto d = ParseCohere(R"({"texts":["a"]})");
+  EXPECT_EQ(d.truncate, std::optional<bool>(true));
+  EXPECT_EQ(d.truncation_direction, TruncationSide::kRight);
+  EXPECT_EQ(d.embedding_types, std::vector<EncodingFormat>{EncodingFormat::kFloat});
+  EXPECT_TRUE(ParseCohere(R"({"texts":["a"]})", CohereApiVersion::kV1).embedding_types.empty());
+  EXPECT_EQ(ParseCohere(R"({"texts":["a"],"truncate":"NONE"})").truncate,
+            std::optional<bool>(false));
+  EXPECT_EQ(
+      ParseCohere(R"({"inputs":[{"content":[{"type":"text","text":"a"}]}],"texts":null})").texts,
+      std::vector<std::string>{"a"});
 }
 
 }  // namespace

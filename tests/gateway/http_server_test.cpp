@@ -33,7 +33,7 @@ class HttpServerTest : public ::testing::Test {
       {
         std::lock_guard<std::mutex> lock(mu_);
         seen_.push_back(req.cancellation);
-        timeouts_.emplace_back(req.request_timeout, req.stainless_timeout);
+        timeouts_.emplace_back(req.request_timeout.value_or("(none)"), req.stainless_timeout);
       }
       if (req.target == "/hold") {  // replied by the test
         std::lock_guard<std::mutex> lock(mu_);

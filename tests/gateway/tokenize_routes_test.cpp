@@ -100,6 +100,19 @@ TEST_F(TokenizeRoutesTest, DecodeSingleAndBatch) {
   EXPECT_EQ(r.body, R"([""])");
 }
 
+// Ids written as whole decimals (JSON Schema integers) decode as integers; an integer beyond 64
+// bits, valid JSON, is out of range rather than a parse error; null flags are the default.
+TEST_F(TokenizeRoutesTest, DecodeTakesIntegersInAnySpelling) {
+  HttpResponse r = HandleDecode(tok(), R"({"ids": [101.0, 7592, 1.01e3, 2088, 102],
+                                           "skip_special_tokens": null, "x": 123456789012345678901})",
+                                0);
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, R"(["hello, world"])");
+  r = HandleDecode(tok(), R"({"ids": [1, 123456789012345678901234]})", 0);
+  EXPECT_EQ(r.status, 422) << r.body;
+  EXPECT_NE(r.body.find("`ids[1]` must be a token id"), std::string::npos) << r.body;
+}
+
 TEST_F(TokenizeRoutesTest, DecodeValidationErrors) {
   struct Case {
     const char* body;

@@ -1,0 +1,102 @@
+#include "gateway/openapi_document.h"
+
+#include <simdjson.h>
+
+#include <string>
+
+#include "gateway/json_writer.h"
+
+namespace orchid {
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+
+// Whether an object is kept: it has no "x-orchid-serves", or one of its kinds is served.
+bool Served(element value, const ServedModelFacts& facts) {
+  element kinds;
+  if (value.type() != element_type::OBJECT ||
+      value["x-orchid-serves"].get(kinds) != simdjson::SUCCESS) {
+    return true;
+  }
+  if (kinds.type() != element_type::ARRAY) return true;
+  for (element k : simdjson::dom::array(kinds)) {
+    if (k.type() == element_type::STRING && facts.kinds.count(std::string(std::string_view(k)))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void WriteNames(const std::vector<std::string>& names, JsonWriter* w) {
+  w->Key("enum").BeginArray();
+  for (const std::string& n : names) w->String(n);
+  w->Null().EndArray();
+}
+
+void Write(element value, const ServedModelFacts& facts, JsonWriter* w) {
+  if (value.type() == element_type::ARRAY) {
+    w->BeginArray();
+    for (element item : simdjson::dom::array(value)) {
+      if (Served(item, facts)) Write(item, facts, w);
+    }
+    w->EndArray();
+    return;
+  }
+  if (value.type() != element_type::OBJECT) {
+    w->Raw(simdjson::to_string(value));
+    return;
+  }
+  // {"anyOf": [...]} (or oneOf) left with one served branch is that branch.
+  simdjson::dom::object object = value;
+  if (object.size() == 1) {
+    const simdjson::dom::key_value_pair only = *object.begin();
+    if ((only.key == "anyOf" || only.key == "oneOf") && only.value.is_array()) {
+      element kept;
+      int served = 0;
+      for (element branch : simdjson::dom::array(only.value)) {
+        if (Served(branch, facts)) {
+          kept = branch;
+          ++served;
+        }
+      }
+      if (served == 1) return Write(kept, facts, w);
+    }
+  }
+  w->BeginObject();
+  for (simdjson::dom::key_value_pair field : simdjson::dom::object(value)) {
+    const std::string_view key = field.key;
+    const element v = field.value;
+    const std::string_view marker =
+        v.type() == element_type::STRING ? std::string_view(v) : std::string_view();
+    if (key == "x-orchid-serves") continue;
+    if (key == "x-orchid-enum") {
+      WriteNames(marker == "models" ? facts.model_names : facts.prompt_names, w);
+    } else if (key == "x-orchid-maximum") {
+      const int64_t maximum = marker == "token_id" ? facts.max_token_id : facts.dimensions;
+      if (maximum > 0) w->Key("maximum").Int(maximum);  // 0: no such model served
+    } else if (Served(v, facts)) {
+      w->Key(key);
+      Write(v, facts, w);
+    }
+  }
+  w->EndObject();
+}
+
+}  // namespace
+
+std::string ServedOpenApiDocument(std::string_view document, const ServedModelFacts& facts) {
+  simdjson::dom::parser parser;
+  element doc;
+  if (parser.parse(document.data(), document.size()).get(doc) != simdjson::SUCCESS ||
+      doc.type() != element_type::OBJECT) {
+    return std::string(document);
+  }
+  std::string out;
+  out.reserve(document.size());
+  JsonWriter w(&out);
+  Write(doc, facts, &w);
+  return out;
+}
+
+}  // namespace orchid
