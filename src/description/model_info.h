@@ -75,6 +75,9 @@ struct ModelInfo {
   // vocab_size sparse term weights, max over the tokens of log(1 + relu(MLM logit)); served by
   // /embed_sparse, refused by the dense embedding routes.
   bool sparse = false;
+  // sentence-transformers' Pooling include_prompt: false leaves a prompt's tokens out of pooling
+  // (the gateway counts them: EmbedRequest::pool_skip).
+  bool include_prompt = true;
 
   // Width of the rows the engine returns: hidden_size for embedders, num_labels for scorers.
   int output_dim() const {

@@ -362,6 +362,7 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
   spec.info.architecture = arch;
   spec.info.default_pooling = st.pooling;
   spec.info.default_normalize = st.normalize;
+  spec.info.include_prompt = st.include_prompt;
   if (kind.family == FamilyKind::kDecoder) {
     ORCHID_RETURN_IF_ERROR(DescribeDecoder(kind, model_type, st, &spec));
   } else if (kind.family == FamilyKind::kModernBert) {

@@ -11,27 +11,62 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
+// Pooling's config.json, in sentence-transformers' current fields ("embedding_dimension",
+// "pooling_mode": a mode name or a one-element list, "include_prompt") or its legacy ones
+// ("word_embedding_dimension", "pooling_mode_*_tokens": true); no mode at all is mean, as
+// sentence-transformers reads it.
 Status ReadPoolingConfig(const std::string& path, SentenceTransformersConfig* c) {
   ORCHID_ASSIGN_OR_RETURN(JsonFile f, JsonFile::Read(path));
-  ORCHID_ASSIGN_OR_RETURN(int64_t dim, f.Int("word_embedding_dimension", 0));
+  const char* dim_field =
+      f.Has("embedding_dimension") ? "embedding_dimension" : "word_embedding_dimension";
+  ORCHID_ASSIGN_OR_RETURN(int64_t dim, f.Int(dim_field, 0));
+  if (dim < 0 || dim > (1 << 20)) return f.FieldError(dim_field, "is out of range");
   c->word_embedding_dimension = int(dim);
+  ORCHID_ASSIGN_OR_RETURN(c->include_prompt, f.Bool("include_prompt", true));
   struct Mode {
-    const char* field;
-    Pooling pooling;  // kNone: a mode we do not implement
+    const char* field;  // legacy
+    const char* name;   // current
+    Pooling pooling;
   };
   const Mode modes[] = {
-      {"pooling_mode_mean_tokens", Pooling::kMean},
-      {"pooling_mode_cls_token", Pooling::kCls},
-      {"pooling_mode_lasttoken", Pooling::kLastToken},
-      {"pooling_mode_max_tokens", Pooling::kMax},
-      {"pooling_mode_mean_sqrt_len_tokens", Pooling::kMeanSqrtLen},
-      {"pooling_mode_weightedmean_tokens", Pooling::kWeightedMean},
+      {"pooling_mode_mean_tokens", "mean", Pooling::kMean},
+      {"pooling_mode_cls_token", "cls", Pooling::kCls},
+      {"pooling_mode_lasttoken", "lasttoken", Pooling::kLastToken},
+      {"pooling_mode_max_tokens", "max", Pooling::kMax},
+      {"pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len_tokens", Pooling::kMeanSqrtLen},
+      {"pooling_mode_weightedmean_tokens", "weightedmean", Pooling::kWeightedMean},
   };
+  simdjson::dom::element mode;
+  if (!f.root()["pooling_mode"].get(mode) && !mode.is_null()) {
+    std::string_view name;
+    simdjson::dom::array list;
+    if (!mode.get_array().get(list)) {
+      if (list.size() != 1) {
+        return f.FieldError("pooling_mode",
+                            "lists several modes; concatenated pooling modes are "
+                            "not supported");
+      }
+      if (list.at(0).get_string().get(name)) {
+        return f.FieldError("pooling_mode", "must be a mode name or a list of one");
+      }
+    } else if (mode.get_string().get(name)) {
+      return f.FieldError("pooling_mode", "must be a mode name or a list of one");
+    }
+    for (const Mode& m : modes) {
+      if (name == m.name) {
+        c->pooling = m.pooling;
+        return Status::Ok();
+      }
+    }
+    return f.FieldError("pooling_mode", "is \"" + std::string(name) +
+                                            "\"; supported: mean, cls, lasttoken, max, "
+                                            "mean_sqrt_len_tokens, weightedmean");
+  }
   int enabled = 0;
+  c->pooling = Pooling::kMean;
   for (const Mode& m : modes) {
     ORCHID_ASSIGN_OR_RETURN(bool on, f.Bool(m.field, false));
     if (!on) continue;
-    if (m.pooling == Pooling::kNone) return f.FieldError(m.field, "is true; not supported");
     if (++enabled > 1) {
       return f.FieldError(m.field,
                           "is true along with another pooling mode; only one mode at a "
@@ -39,7 +74,6 @@ Status ReadPoolingConfig(const std::string& path, SentenceTransformersConfig* c)
     }
     c->pooling = m.pooling;
   }
-  if (enabled == 0) return Status::Corrupt(path + ": no pooling_mode_* field is true");
   return Status::Ok();
 }
 

@@ -27,6 +27,9 @@ struct SentenceTransformersConfig {
   bool normalize = false;
   int max_seq_length = 0;            // 0: not given
   int word_embedding_dimension = 0;  // from the pooling config; 0: not given
+  // Pooling's include_prompt: false leaves a prompt's tokens out of pooling (INSTRUCTOR-style
+  // models); the gateway counts them and the engine skips them.
+  bool include_prompt = true;
   std::vector<DenseModule> dense;    // after pooling, in order, before Normalize
   // SpladePooling (sparse encoders): max pooling of log(1 + relu(x)), log1p applied this many
   // times (activation_function "relu": 1, "log1p_relu": 2); 0: no SpladePooling.

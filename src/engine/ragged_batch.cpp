@@ -5,8 +5,11 @@
 
 namespace orchid {
 
-void RaggedBatch::Add(const int32_t* ids, int n, Pooling pool, bool norm, const int32_t* type_ids) {
+void RaggedBatch::Add(const int32_t* ids, int n, Pooling pool, bool norm, const int32_t* type_ids,
+                      int pool_skip) {
   if (cu_seqlens.empty()) cu_seqlens.push_back(0);
+  if (pool_skip != 0 && pool_skips.empty()) pool_skips.assign(pooling.size(), 0);
+  if (pool_skip != 0 || !pool_skips.empty()) pool_skips.push_back(pool_skip);
   const bool had_types = !token_type_ids.empty();
   if (type_ids != nullptr && !had_types) token_type_ids.assign(token_ids.size(), 0);
   token_ids.insert(token_ids.end(), ids, ids + n);
@@ -28,6 +31,7 @@ void RaggedBatch::Clear() {
   cu_seqlens.clear();
   pooling.clear();
   normalize.clear();
+  pool_skips.clear();
 }
 
 Status RaggedBatch::Validate(int32_t vocab_size) const {
@@ -40,8 +44,12 @@ Status RaggedBatch::Validate(int32_t vocab_size) const {
   if (!token_type_ids.empty() && token_type_ids.size() != n) {
     return Status::Internal("ragged batch: token_type_ids size mismatch");
   }
-  if (pooling.size() != s || normalize.size() != s) {
+  if (pooling.size() != s || normalize.size() != s ||
+      (!pool_skips.empty() && pool_skips.size() != s)) {
     return Status::Internal("ragged batch: per-sequence arrays size mismatch");
+  }
+  for (int32_t k : pool_skips) {
+    if (k < 0) return Status::Internal("ragged batch: negative pool skip");
   }
   if (cu_seqlens[0] != 0 || size_t(cu_seqlens[s]) != n) {
     return Status::Internal("ragged batch: cu_seqlens must start at 0 and end at num_tokens");

@@ -17,6 +17,9 @@ struct RaggedBatch {
   std::vector<int32_t> cu_seqlens;      // [num_sequences + 1], cu_seqlens[0] == 0
   std::vector<Pooling> pooling;         // [num_sequences]
   std::vector<uint8_t> normalize;       // [num_sequences]; 1 = L2-normalise the pooled vector
+  // [num_sequences] or empty (all 0): leading tokens pooling leaves out (the prompt's tokens
+  // under sentence-transformers' include_prompt: false; backends/cpu/pooling.h).
+  std::vector<int32_t> pool_skips;
 
   int num_sequences() const { return cu_seqlens.empty() ? 0 : int(cu_seqlens.size()) - 1; }
   int num_tokens() const { return int(token_ids.size()); }
@@ -24,7 +27,8 @@ struct RaggedBatch {
 
   // Appends one sequence with positions 0..n-1 (BERT-style; models that offset positions,
   // like XLM-R, do so themselves).
-  void Add(const int32_t* ids, int n, Pooling pool, bool norm, const int32_t* type_ids = nullptr);
+  void Add(const int32_t* ids, int n, Pooling pool, bool norm, const int32_t* type_ids = nullptr,
+           int pool_skip = 0);
   void Clear();
 
   // Checks internal consistency: sizes agree, cu_seqlens monotone and ends at num_tokens,

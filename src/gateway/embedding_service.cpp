@@ -87,7 +87,7 @@ std::optional<ApiError> EmbeddingService::SelectPrompt(const EmbeddingsRequest& 
 
 std::optional<ApiError> EmbeddingService::Tokenize(EmbeddingsRequest* request,
                                                    std::vector<std::vector<int32_t>>* sequences,
-                                                   int64_t* tokens) const {
+                                                   int64_t* tokens, int* pool_skip) const {
   // The model's maximum, or the request's own smaller one (Cohere's max_tokens, which counts a
   // text's own tokens: the special tokens the model adds to a text come on top).
   int64_t requested = request->max_tokens.value_or(max_seq_length_);
@@ -100,6 +100,20 @@ std::optional<ApiError> EmbeddingService::Tokenize(EmbeddingsRequest* request,
   *tokens = 0;
   std::string prefix;
   if (auto err = SelectPrompt(*request, &prefix)) return err;
+  *pool_skip = 0;
+  if (!prefix.empty() && !backend_->model_info().include_prompt) {
+    // sentence-transformers' prompt length: the prompt tokenized alone, less a trailing special
+    // token ([SEP], EOS), so that the template's leading tokens ([CLS]) count as prompt.
+    Encoding prompt;
+    EncodeOptions whole;
+    whole.add_special_tokens = true;
+    const Status st = tokenizer_->Encode(prefix, whole, &prompt);
+    if (!st.ok()) return ApiError::FromStatus(st, "prompt_name");
+    *pool_skip = int(prompt.ids.size());
+    if (!prompt.special_tokens_mask.empty() && prompt.special_tokens_mask.back() != 0) {
+      --*pool_skip;
+    }
+  }
   if (request->pretokenized()) {
     *sequences = std::move(request->token_ids);
     for (size_t i = 0; i < sequences->size(); ++i) {
@@ -178,6 +192,7 @@ void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(Embed
     e.http_status = 404;
     return fail(std::move(e));
   }
+  if (request.per_token) request.dimensions.reset();  // no pooled vector to truncate
   int dims = dim_;
   if (request.dimensions) {
     if (*request.dimensions < 1 || *request.dimensions > dim_) {
@@ -190,13 +205,24 @@ void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(Embed
   EmbedRequest job;
   int64_t tokens = 0;
   const auto tokenize_start = std::chrono::steady_clock::now();
-  if (auto err = Tokenize(&request, &job.sequences, &tokens)) return fail(std::move(*err));
+  if (auto err = Tokenize(&request, &job.sequences, &tokens, &job.pool_skip)) {
+    return fail(std::move(*err));
+  }
   if (tokenize_seconds_ != nullptr && !request.pretokenized()) {
     tokenize_seconds_->Observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - tokenize_start).count());
   }
   job.pooling = pooling_;
   job.normalize = request.normalize.value_or(normalize_);
+  std::vector<int32_t> token_counts;
+  if (request.per_token) {
+    // Every token's hidden state, as the model computes it (no pooling, no normalisation).
+    job.pooling = Pooling::kNone;
+    job.normalize = false;
+    job.pool_skip = 0;
+    token_counts.reserve(job.sequences.size());
+    for (const auto& seq : job.sequences) token_counts.push_back(int32_t(seq.size()));
+  }
   job.scheduling = std::move(request.scheduling);
   // A search query a person waits for, whatever its size; other requests are classed by size.
   if (request.input_type == "query" && job.scheduling.request_class == RequestClass::kAuto) {
@@ -208,15 +234,17 @@ void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(Embed
   auto shared_done = std::make_shared<std::function<void(EmbeddingReply)>>(std::move(done));
   // The backend may answer inline (refused at once) or from its own thread; either way the
   // reply is built on the completions executor.
-  backend_->Embed(std::move(job), [this, shared_done, tokens](Result<Embeddings> rows) {
+  auto counts = std::make_shared<std::vector<int32_t>>(std::move(token_counts));
+  backend_->Embed(std::move(job), [this, shared_done, tokens, counts](Result<Embeddings> rows) {
     auto result = std::make_shared<Result<Embeddings>>(std::move(rows));
-    completions_([shared_done, result, tokens] {
+    completions_([shared_done, result, tokens, counts] {
       EmbeddingReply reply;
       if (!result->ok()) {
         reply.error = ApiError::FromStatus(result->status());
       } else {
         reply.embeddings = std::move(result->value());
         reply.prompt_tokens = tokens;
+        reply.token_counts = std::move(*counts);
       }
       (*shared_done)(std::move(reply));
     });

@@ -27,6 +27,9 @@ struct EmbeddingReply {
   std::optional<ApiError> error;  // set → nothing else is
   EmbeddingMatrix embeddings;     // one row per input, in input order
   int64_t prompt_tokens = 0;      // tokens fed to the model, special tokens included
+  // Per-token requests (EmbeddingsRequest::per_token): `embeddings` has one row per token, and
+  // these many rows belong to each input, in order.
+  std::vector<int32_t> token_counts;
 };
 
 class EmbeddingService {
@@ -71,9 +74,11 @@ class EmbeddingService {
   // The text to put before each input of the request, or the error.
   std::optional<ApiError> SelectPrompt(const EmbeddingsRequest& request,
                                        std::string* prefix) const;
+  // *pool_skip: the prompt's token count when the model's pooling leaves the prompt out
+  // (include_prompt: false), else 0.
   std::optional<ApiError> Tokenize(EmbeddingsRequest* request,
-                                   std::vector<std::vector<int32_t>>* sequences,
-                                   int64_t* tokens) const;
+                                   std::vector<std::vector<int32_t>>* sequences, int64_t* tokens,
+                                   int* pool_skip) const;
 
   static constexpr size_t kMinInputsPerSlice = 16;
   PromptConfig prompts_;

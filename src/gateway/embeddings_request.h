@@ -44,6 +44,8 @@ struct EmbeddingsRequest {
   // X-Stainless-Timeout) and the client connection's cancellation; input_type "query" makes it
   // a query (EmbeddingService).
   Scheduling scheduling;
+  // TEI's /embed_all: every token's last hidden state instead of one pooled vector per input.
+  bool per_token = false;
 
   bool pretokenized() const { return !token_ids.empty(); }
   size_t num_inputs() const { return pretokenized() ? token_ids.size() : texts.size(); }

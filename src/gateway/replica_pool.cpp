@@ -626,6 +626,7 @@ void ReplicaPool::Embed(EmbedRequest request, EmbedCallback done) {
     call->deadline = sched.deadline;
     EmbedRequest part;
     part.pooling = request.pooling;
+    part.pool_skip = request.pool_skip;
     part.normalize = request.normalize;
     part.dimensions = request.dimensions;
     part.scheduling.priority = sched.priority;

@@ -57,6 +57,7 @@ constexpr RouteEntry kRoutes[] = {
     {"/score", "POST"},         {"/info", "GET"},         {"/similarity", "POST"},
     {"/predict", "POST"},       {"/openapi.json", "GET"}, {"/", "POST"},
     {"/v1/embed", "POST"},      {"/v2/embed", "POST"},    {"/v2/rerank", "POST"},
+    {"/embed_all", "POST"},
 };
 
 std::string_view PathOf(std::string_view target) {
@@ -395,8 +396,9 @@ void Router::Route(HttpRequest request, const Reply& reply) {
   Scheduling client;
   client.cancellation = request.cancellation;
   if (auto err = ClientDeadline(request, &client.deadline)) {
-    const bool tei = path == "/embed" || path == "/embed_sparse" || path == "/similarity" ||
-                     path == "/predict" || path == "/rerank" || path == "/";
+    const bool tei = path == "/embed" || path == "/embed_sparse" || path == "/embed_all" ||
+                     path == "/similarity" || path == "/predict" || path == "/rerank" ||
+                     path == "/";
     return reply(tei                   ? TeiErrorResponse(*err)
                  : IsCohereRoute(path) ? CohereErrorResponse(*err)
                                        : ErrorResponse(*err));
@@ -421,6 +423,7 @@ void Router::Route(HttpRequest request, const Reply& reply) {
   }
   if (path == "/embed") return TeiEmbed(std::move(body), client, reply);
   if (path == "/embed_sparse") return TeiEmbedSparse(std::move(body), client, reply);
+  if (path == "/embed_all") return TeiEmbedAll(std::move(body), client, reply);
   if (path == "/similarity") return TeiSimilarity(std::move(body), client, reply);
   if (path == "/predict") return TeiPredict(std::move(body), client, reply);
   if (path == "/rerank") return Score(ScoreRoute::kTei, std::move(body), client, reply);
@@ -613,6 +616,38 @@ void Router::TeiEmbedSparse(std::string body, const Scheduling& client, const Re
     try {
       HttpResponse r;
       r.body = WriteTeiSparseResponse(result.embeddings);
+      reply(std::move(r));
+    } catch (const std::exception& e) {
+      reply(InternalError(e));
+    }
+  });
+}
+
+// TEI's /embed_all: per input, every token's last hidden state (dense embedders only).
+void Router::TeiEmbedAll(std::string body, const Scheduling& client, const Reply& reply) {
+  EmbeddingsRequest request;
+  if (auto err = ParseTeiEmbedRequest(body, &request)) return reply(TeiErrorResponse(*err));
+  AddClient(client, &request.scheduling);
+  if (auto e = TooManyInputs(request)) return reply(TeiErrorResponse(*e));
+  if (auto e = NotAnEmbedder(*service_)) return reply(TeiErrorResponse(*e));
+  request.per_token = true;
+  service_->Embed(std::move(request), [reply](EmbeddingReply result) {
+    if (result.error) return reply(TeiErrorResponse(*result.error));
+    try {
+      const EmbeddingMatrix& m = result.embeddings;
+      HttpResponse r;
+      JsonWriter w(&r.body);
+      w.BeginArray();
+      int row = 0;
+      for (int32_t n : result.token_counts) {
+        w.BeginArray();
+        for (int t = 0; t < n && row < m.rows; ++t, ++row) {
+          w.FloatArray(m.row(row), size_t(m.dim));
+        }
+        w.EndArray();
+      }
+      w.EndArray();
+      if (row != m.rows) return reply(InternalError(std::runtime_error("per-token rows mismatch")));
       reply(std::move(r));
     } catch (const std::exception& e) {
       reply(InternalError(e));

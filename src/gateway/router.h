@@ -120,6 +120,7 @@ class Router {
   void Embeddings(std::string body, const Scheduling& client, const Reply& reply);
   void TeiEmbed(std::string body, const Scheduling& client, const Reply& reply);
   void TeiEmbedSparse(std::string body, const Scheduling& client, const Reply& reply);
+  void TeiEmbedAll(std::string body, const Scheduling& client, const Reply& reply);
   void TeiSimilarity(std::string body, const Scheduling& client, const Reply& reply);
   // `hf`: the Hugging Face Inference API's text classification (POST / on a classifier):
   // `parameters` {top_k, function_to_apply} and a list per input, also for a single text.

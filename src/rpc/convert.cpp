@@ -183,6 +183,8 @@ Status FromProto(const v1::EmbedRequest& in, const WorkerModel& model, EmbedRequ
   ORCHID_ASSIGN_OR_RETURN(out->pooling, FromProto(in.pooling(), model.info.default_pooling));
   out->normalize = in.has_normalize() ? in.normalize() : model.info.default_normalize;
   out->dimensions = int(in.dimensions());
+  if (in.pool_skip() > (1u << 24)) return Status::InvalidArgument("pool_skip is out of range");
+  out->pool_skip = int(in.pool_skip());
   ORCHID_RETURN_IF_ERROR(
       SchedulingFromProto(in.priority(), in.request_class(), in.flow(), &out->scheduling));
   return SequencesFromProto(in.sequences(), model, out, tokens);
@@ -219,6 +221,7 @@ void ToProto(EmbedRequest&& in, v1::EmbedRequest* out) {
   out->set_pooling(ToProto(in.pooling));
   out->set_normalize(in.normalize);
   out->set_dimensions(uint32_t(in.dimensions));
+  out->set_pool_skip(uint32_t(std::max(0, in.pool_skip)));
   out->set_priority(in.scheduling.priority);
   out->set_request_class(ToProto(in.scheduling.request_class));
   out->set_flow(in.scheduling.flow);
@@ -290,6 +293,7 @@ void ToProto(const WorkerModel& model, int max_batch_tokens, v1::InfoResponse* o
   // 0 on the wire means "not told" (older workers): a model without token types says 1.
   out->set_type_vocab_size(uint32_t(std::max(1, model.info.type_vocab_size)));
   out->set_sparse(model.info.sparse);
+  out->set_exclude_prompt(!model.info.include_prompt);
   out->set_max_input_tokens(uint32_t(model.max_input_tokens));
   out->set_vocab_size(model.info.vocab_size);
   out->set_default_pooling(ToProto(model.info.default_pooling));
@@ -307,6 +311,7 @@ Result<WorkerModel> FromProto(const v1::InfoResponse& in) {
   // Unknown (an older worker): assume token types, as before the field (the worker checks them).
   m.info.type_vocab_size = in.type_vocab_size() != 0 ? int(in.type_vocab_size()) : 2;
   m.info.sparse = in.sparse();
+  m.info.include_prompt = !in.exclude_prompt();
   // An embedder whose output is narrower or wider than its transformer (Dense modules).
   if (in.task() != v1::MODEL_TASK_SCORE && int(in.dim()) != m.info.hidden_size) {
     m.info.embedding_dim = int(in.dim());

@@ -576,7 +576,8 @@ void TokenBudgetScheduler::LaunchBatch() {
       std::vector<int32_t>* seq_types = types.empty() ? nullptr : &types[q];
       const int32_t* type_ids =
           seq_types == nullptr || seq_types->empty() ? nullptr : seq_types->data();
-      batch.Add(seq.data(), int(seq.size()), e.request.pooling, e.request.normalize, type_ids);
+      batch.Add(seq.data(), int(seq.size()), e.request.pooling, e.request.normalize, type_ids,
+                e.request.pool_skip);
       std::vector<int32_t>().swap(seq);  // the batch has its own copy now
       if (seq_types != nullptr) std::vector<int32_t>().swap(*seq_types);
     }

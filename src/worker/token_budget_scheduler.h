@@ -53,6 +53,9 @@ struct EmbedRequest {
   // each empty (all zero) or exactly as long as its sequence (cross-encoder pairs).
   std::vector<std::vector<int32_t>> token_type_ids;
   Pooling pooling = Pooling::kMean;  // kNone: every token's last hidden state (see below)
+  // Leading tokens of every sequence that pooling leaves out (the prompt, under
+  // sentence-transformers' include_prompt: false); 0 = none.
+  int pool_skip = 0;
   bool normalize = false;
   // Matryoshka: keep the first `dimensions` values of each row (0 = the whole row), then
   // L2-normalise them when `normalize` is set (OpenAI's normalised embeddings); without it the

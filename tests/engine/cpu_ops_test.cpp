@@ -761,6 +761,49 @@ TEST(CpuOpsTest, PoolingOverCuSeqlens) {
   EXPECT_EQ(out[size_t(dim)], h[size_t(dim)]);
 }
 
+// include_prompt: false — the first skip[s] tokens are left out of the reducing modes (weighted
+// mean keeps each token's weight by its place in the whole sequence); CLS and last token ignore
+// it; nothing left gives zeros.
+TEST(CpuOpsTest, PoolingSkipsLeadingTokens) {
+  const std::vector<int32_t> cu = {0, 4, 9};
+  const int dim = 3;
+  auto h = Random(size_t(9 * dim), 51);
+  const std::vector<int32_t> skip = {2, 5};  // sequence 1 has 5 tokens: nothing left
+  for (Pooling mode : {Pooling::kMean, Pooling::kMax, Pooling::kMeanSqrtLen, Pooling::kWeightedMean,
+                       Pooling::kCls, Pooling::kLastToken}) {
+    std::vector<Pooling> modes(2, mode);
+    std::vector<float> out(2 * dim);
+    Pool(h.data(), dim, cu.data(), 2, modes.data(), out.data(), skip.data());
+    for (int d = 0; d < dim; ++d) {
+      auto x = [&](int t) { return double(h[size_t(t * dim + d)]); };
+      double want = 0;
+      switch (mode) {
+        case Pooling::kMean:
+          want = (x(2) + x(3)) / 2;
+          break;
+        case Pooling::kMax:
+          want = std::max(x(2), x(3));
+          break;
+        case Pooling::kMeanSqrtLen:
+          want = (x(2) + x(3)) / std::sqrt(2.0);
+          break;
+        case Pooling::kWeightedMean:
+          want = (3 * x(2) + 4 * x(3)) / 7;
+          break;
+        case Pooling::kCls:
+          want = x(0);
+          break;
+        default:
+          want = x(3);
+          break;
+      }
+      EXPECT_NEAR(out[size_t(d)], want, 1e-6) << PoolingName(mode);
+      const double second = mode == Pooling::kCls ? x(4) : mode == Pooling::kLastToken ? x(8) : 0.0;
+      EXPECT_NEAR(out[size_t(dim + d)], second, 1e-6) << PoolingName(mode) << " (all skipped)";
+    }
+  }
+}
+
 TEST(CpuOpsTest, L2NormalizeRowsWithMask) {
   std::vector<float> x = {3, 4, 0, 0, 1, 1, 0, 0, 0};
   const uint8_t mask[] = {1, 0, 1};

@@ -62,6 +62,8 @@ def config_seeds():
     for name in ["qwen3-bidir", "xlmr-cross-encoder", "bert-classifier", "nomic-embed", "gte-embed",
                  "deberta-classifier", "deberta-cross-encoder"]:
         put("config_fuzz", (fixtures / name / "config.json").read_bytes())
+    # sentence-transformers' current Pooling fields (pooling_mode, include_prompt: false).
+    put("config_fuzz", (fixtures / "bert-instruct" / "1_Pooling" / "config.json").read_bytes())
 
 
 def request_seeds():

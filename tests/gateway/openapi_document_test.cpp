@@ -146,7 +146,7 @@ TEST(OpenApiDocumentTest, EachModelKindGetsTheRoutesItAnswers) {
   OneModel embedder(0, "m");
   EXPECT_EQ(Operations(embedder, parser, &body),
             with({"post /v1/embeddings", "post /embeddings", "post /embed", "post /similarity",
-                  "post /v1/embed", "post /v2/embed"}));
+                  "post /v1/embed", "post /v2/embed", "post /embed_all"}));
   simdjson::dom::element doc = parser.parse(body);
   simdjson::dom::element request = doc["components"]["schemas"]["EmbeddingsRequest"];
   EXPECT_EQ(simdjson::to_string(request["properties"]["model"]["enum"]), R"(["m",null])");

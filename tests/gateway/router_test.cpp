@@ -265,7 +265,7 @@ TEST_F(RouterTest, OpenApiDescribesEveryRoute) {
       {"/", "get"},               {"/", "post"},           {"/tokenize", "post"},
       {"/decode", "post"},        {"/v1/models", "get"},   {"/v1/models/{id}", "get"},
       {"/info", "get"},           {"/health", "get"},      {"/metrics", "get"},
-      {"/openapi.json", "get"}};
+      {"/openapi.json", "get"},   {"/embed_all", "post"}};
   simdjson::dom::object paths = doc["paths"];
   EXPECT_EQ(paths.size(), routes.size() - 1);  // "/" has two
   for (const auto& [path, method] : routes) {

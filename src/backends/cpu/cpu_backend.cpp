@@ -288,7 +288,8 @@ Status CpuBackend::DoPool(ops::Buffer hidden, ops::Buffer out, bool normalize) {
   const int S = batch.num_sequences(), H = decl(out).width;
   const int32_t* cu =
       decl(hidden).rows == ops::Rows::kPooled ? pooled_cu_.data() : batch.cu_seqlens.data();
-  orchid::Pool(data(hidden), H, cu, S, batch.pooling.data(), mut(out));
+  orchid::Pool(data(hidden), H, cu, S, batch.pooling.data(), mut(out),
+               batch.pool_skips.empty() ? nullptr : batch.pool_skips.data());
   if (normalize) L2Normalize(mut(out), S, H, batch.normalize.data());
   return Status::Ok();
 }

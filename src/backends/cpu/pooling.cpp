@@ -9,13 +9,19 @@
 namespace orchid {
 
 void Pool(const float* hidden, int dim, const int32_t* cu_seqlens, int num_seqs,
-          const Pooling* modes, float* out) {
+          const Pooling* modes, float* out, const int32_t* skip) {
   for (int s = 0; s < num_seqs; ++s) {
-    const int begin = cu_seqlens[s], end = cu_seqlens[s + 1];
+    const int start = cu_seqlens[s], end = cu_seqlens[s + 1];
     float* dst = out + size_t(s) * dim;
+    // The first token the reducing modes read (CLS and last token read theirs whatever skip is).
+    const int begin = skip == nullptr ? start : std::min(end, start + std::max(0, skip[s]));
+    if (begin == end && modes[s] != Pooling::kCls && modes[s] != Pooling::kLastToken) {
+      std::fill_n(dst, dim, 0.0f);
+      continue;
+    }
     switch (modes[s]) {
       case Pooling::kCls:
-        std::memcpy(dst, hidden + size_t(begin) * dim, sizeof(float) * dim);
+        std::memcpy(dst, hidden + size_t(start) * dim, sizeof(float) * dim);
         break;
       case Pooling::kLastToken:
         std::memcpy(dst, hidden + size_t(end - 1) * dim, sizeof(float) * dim);
@@ -33,11 +39,14 @@ void Pool(const float* hidden, int dim, const int32_t* cu_seqlens, int num_seqs,
       case Pooling::kNone: {
         // Summed in double: long sequences otherwise lose low bits of small components.
         // Weighted mean: token t of the sequence (from 1) weighs t, the sum divided by n(n+1)/2.
+        // With skipped tokens the weights keep their place in the whole sequence: tokens a..b
+        // (from 1) weigh (a + b)(b - a + 1) / 2 together.
         const bool weighted = modes[s] == Pooling::kWeightedMean;
         const double n = double(end - begin);
+        const double first = double(begin - start + 1), last = double(end - start);
         const double inv = modes[s] == Pooling::kMeanSqrtLen ? 1.0 / std::sqrt(n)
-                           : weighted                        ? 2.0 / (n * (n + 1.0))
-                                                             : 1.0 / n;
+                           : weighted ? 2.0 / ((first + last) * (last - first + 1.0))
+                                      : 1.0 / n;
         constexpr int kChunk = 64;
         double acc[kChunk];
         for (int d0 = 0; d0 < dim; d0 += kChunk) {
@@ -45,7 +54,7 @@ void Pool(const float* hidden, int dim, const int32_t* cu_seqlens, int num_seqs,
           for (int d = 0; d < w; ++d) acc[d] = 0;
           for (int t = begin; t < end; ++t) {
             const float* row = hidden + size_t(t) * dim + d0;
-            const double weight = weighted ? double(t - begin + 1) : 1.0;
+            const double weight = weighted ? double(t - start + 1) : 1.0;
             for (int d = 0; d < w; ++d) acc[d] += weight * row[d];
           }
           for (int d = 0; d < w; ++d) dst[d0 + d] = float(acc[d] * inv);

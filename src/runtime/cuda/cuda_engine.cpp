@@ -324,6 +324,11 @@ CudaEngine::~CudaEngine() {
 Status CudaEngine::CheckBatch(const RaggedBatch& b) const {
   ORCHID_RETURN_IF_ERROR(b.Validate(info_));
   for (int s = 0; s < b.num_sequences(); ++s) {
+    if (!b.pool_skips.empty() && b.pool_skips[size_t(s)] != 0) {
+      return Status::Unimplemented(
+          "pooling without the prompt's tokens (include_prompt: false) is not served by the cuda "
+          "engine");
+    }
     if (b.pooling[size_t(s)] == Pooling::kNone) {
       return Status::Unimplemented(
           "per-token output (pooling \"none\", /embed_all) is not served by the cuda engine");
