@@ -94,8 +94,8 @@ struct Symbol {
   int32_t id;
   int32_t prev;
   int32_t next;
-  uint32_t begin;
-  uint32_t len;  // bytes of the word; 0 = merged away
+  uint32_t begin;  // where its first character starts (offsets come from the lengths, below)
+  uint32_t len;    // bytes of the word; 0 = merged away
 };
 
 struct Candidate {
@@ -269,9 +269,16 @@ class Bpe final : public BpeModel {
     if (cache.Lookup(cache_tag_, word, b, out)) return Status::Ok();
     ORCHID_RETURN_IF_ERROR(InitialSymbols(word, s));
     MergeAll(s);
+    // Offsets as `tokenizers` gives them (Word::into_offsets): each token's bytes follow the
+    // previous token's. That is each symbol's own range, except after the quirk above (byte
+    // tokens pushed before a pending unk: out of order in the word), where a merge across the
+    // two would otherwise reach past the word's end.
     const size_t first = out->size();
+    uint32_t pos = 0;
     for (const Symbol& sym : s->symbols) {
-      if (sym.len != 0) out->push_back({sym.id, sym.begin, sym.begin + sym.len});
+      if (sym.len == 0) continue;
+      out->push_back({sym.id, pos, pos + sym.len});
+      pos += sym.len;
     }
     cache.Insert(cache_tag_, word, out->data() + first, out->size() - first);
     for (size_t k = first; k < out->size(); ++k) {
@@ -371,7 +378,9 @@ class Bpe final : public BpeModel {
         return Status::Corrupt(StrCat({"BPE: unk_token \"", unk_token_, "\" is not in the vocab"}));
       }
       if (unk_id >= 0 && fuse_unk_) {
-        unk_len = begin + len - unk_begin;
+        // `tokenizers` adds the character's bytes (not the span from the first unknown one: a
+        // byte-fallback character in between is not the unk's).
+        unk_len += len;
       } else {
         if (unk_id >= 0) Push(s, unk_id, unk_begin, unk_len);
         unk_id = unk_id_;

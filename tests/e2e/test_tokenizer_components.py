@@ -119,3 +119,23 @@ def test_trim_offsets_changes_offsets(subset, variant_dir, name):
     changed = sum(1 for a, b in zip(trimmed, untrimmed)
                   if [o for o, s in zip(a.offsets, a.special_tokens_mask) if not s] != b.offsets)
     assert changed > len(subset) // 4, f"trim_offsets changed only {changed} of {len(subset)} texts"
+
+
+def test_bpe_byte_fallback_beside_a_fused_unk_exact(request, subset, variant_dir):
+    """A BPE with byte_fallback and fuse_unk where some characters have byte tokens and others
+    fall to the unk (found by tokenizer_json_fuzz: offsets past the text's end). `tokenizers`
+    emits a character's byte tokens before a pending fused unk, whose length counts only the
+    unknown characters' bytes; offsets follow each other in that order."""
+    path = variant_dir / "bpe-byte-fallback-fused-unk.json"
+    path.write_text(json.dumps({
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+        "normalizer": {"type": "Prepend", "prepend": "斁"}, "pre_tokenizer": None,
+        "post_processor": None, "decoder": None,
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>",
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None, "fuse_unk": True,
+                  "byte_fallback": True, "ignore_merges": False,
+                  "vocab": {"<unk>": 0, "<0x41>": 1, "▁": 2, "h": 3, "e": 4, "he": 5, "K": 6,
+                            "<0x4B>": 7},
+                  "merges": [["h", "e"]]}}, ensure_ascii=False))
+    texts = ["AK]", "xAK]", "hAeK]", "xyAhe", "A"] + subset[:300]
+    compare_offsets(request, "bpe byte fallback beside a fused unk", ORCHID_BIN, tokenizers, path, texts)
