@@ -5,7 +5,7 @@
 namespace orchid {
 namespace {
 
-Result<Tensor> ReadChecked(const SafetensorsFile& file, const std::string& full,
+Result<Tensor> ReadChecked(const Checkpoint& file, const std::string& full,
                            const std::vector<int64_t>& shape) {
   ORCHID_ASSIGN_OR_RETURN(Tensor t, file.ReadF32(full));
   if (t.shape() != shape) {
@@ -14,7 +14,7 @@ Result<Tensor> ReadChecked(const SafetensorsFile& file, const std::string& full,
       if (i) s += ", ";
       s += std::to_string(shape[i]);
     }
-    std::string msg = file.path();
+    std::string msg = file.FileOf(full);
     msg.append(": tensor \"").append(full).append("\" has shape ").append(t.ShapeString());
     msg.append(", config.json implies ").append(s).append("]");
     return Status::Corrupt(std::move(msg));
@@ -46,10 +46,10 @@ Status WeightReader::ReadNormUnprefixed(const std::string& base, int64_t dim, Te
   return WeightReader(file_, "").ReadNorm(base, dim, gamma, beta);
 }
 
-std::optional<std::string> FindWeightPrefix(const SafetensorsFile& file,
-                                            const std::string& anchor) {
+std::optional<std::string> FindWeightPrefix(const Checkpoint& file, const std::string& anchor) {
   std::optional<std::string> best;
-  for (const TensorInfo& t : file.tensors()) {
+  for (const TensorInfo* tp : file.tensors()) {
+    const TensorInfo& t = *tp;
     if (t.name.size() < anchor.size() ||
         t.name.compare(t.name.size() - anchor.size(), anchor.size(), anchor) != 0) {
       continue;

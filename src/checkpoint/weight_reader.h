@@ -9,13 +9,13 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
-#include "checkpoint/safetensors.h"
+#include "checkpoint/checkpoint.h"
 
 namespace orchid {
 
 class WeightReader {
  public:
-  WeightReader(const SafetensorsFile& file, std::string prefix)
+  WeightReader(const Checkpoint& file, std::string prefix)
       : file_(file), prefix_(std::move(prefix)) {}
 
   const std::string& prefix() const { return prefix_; }
@@ -33,13 +33,13 @@ class WeightReader {
                             Tensor* beta) const;
 
  private:
-  const SafetensorsFile& file_;
+  const Checkpoint& file_;
   std::string prefix_;
 };
 
 // The shortest prefix P such that P + anchor names a tensor of `file` (P empty or ending in
 // '.'), or nullopt when there is none.
-std::optional<std::string> FindWeightPrefix(const SafetensorsFile& file, const std::string& anchor);
+std::optional<std::string> FindWeightPrefix(const Checkpoint& file, const std::string& anchor);
 
 // Stacks tensors with equal trailing shape along dimension 0.
 Tensor Concat0(const std::vector<const Tensor*>& parts);

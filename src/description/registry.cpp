@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "description/json_file.h"
+#include "description/model_files.h"
 #include "description/sentence_transformers.h"
 
 namespace orchid {
@@ -338,7 +339,6 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
   ModelSpec spec;
   spec.dir = dir;
   spec.config_path = dir + "/config.json";
-  spec.weights_path = dir + "/model.safetensors";
   ORCHID_ASSIGN_OR_RETURN(JsonFile config, JsonFile::Read(spec.config_path));
   ORCHID_ASSIGN_OR_RETURN(std::string arch, ReadArchitecture(config));
   ORCHID_ASSIGN_OR_RETURN(std::string model_type, config.String("model_type", ""));
@@ -353,11 +353,7 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
         "Qwen3-Reranker)");
   }
   ORCHID_ASSIGN_OR_RETURN(SentenceTransformersConfig st, ReadSentenceTransformersConfig(dir));
-  if (!std::filesystem::exists(spec.weights_path, ec)) {
-    return Status::NotFound(spec.weights_path +
-                            " not found (only single-file safetensors checkpoints "
-                            "are supported)");
-  }
+  if (!HasWeights(dir)) return NoWeightsIn(dir);
   spec.family = kind.family;
   spec.info.architecture = arch;
   spec.info.default_pooling = st.pooling;

@@ -48,7 +48,6 @@ const char* BackendName(BackendKind b);
 struct ModelSpec {
   std::string dir;
   std::string config_path;   // DIR/config.json
-  std::string weights_path;  // DIR/model.safetensors
   FamilyKind family = FamilyKind::kBert;
   HeadKind head = HeadKind::kNone;
   ModelInfo info;  // complete: sizes, task, pooling, labels, pair format, quantization

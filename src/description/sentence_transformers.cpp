@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "description/json_file.h"
+#include "description/model_files.h"
 
 namespace orchid {
 namespace {
@@ -94,11 +95,9 @@ Result<DenseModule> ReadDenseConfig(const std::string& dir) {
   }
   ORCHID_ASSIGN_OR_RETURN(bool residual, f.Bool("use_residual", false));
   if (residual) return f.FieldError("use_residual", "is true; not supported");
-  std::error_code ec;
-  if (!std::filesystem::exists(dir + "/model.safetensors", ec)) {
-    return Status::NotFound(dir +
-                            "/model.safetensors not found (a Dense module's weights must be "
-                            "safetensors)");
+  if (!HasWeights(dir)) {
+    return Status::NotFound(dir + "/" + kWeightsFile +
+                            " not found (a Dense module's weights must be safetensors)");
   }
   return d;
 }

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/safetensors.h"
+#include "checkpoint/checkpoint.h"
 #include "checkpoint/weight_reader.h"
 #include "families/embedding_head.h"
 #include "families/family_loaders.h"
@@ -31,7 +31,7 @@ using ops::Rows;
 
 class Bert final : public Family {
  public:
-  Status Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backend& b);
+  Status Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b);
   Status Forward(ops::Backend& b) const override;
 
  private:
@@ -117,7 +117,7 @@ const Names& NamesOf(BertConfig::Layout layout) {
   return kBertNames;
 }
 
-Status Bert::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backend& b) {
+Status Bert::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b) {
   c_ = spec.bert;
   head_ = spec.head;
   const Names& n = NamesOf(c_.layout);
@@ -297,7 +297,7 @@ Status Bert::Forward(ops::Backend& b) const {
 
 }  // namespace
 
-Result<std::unique_ptr<Family>> LoadBert(const ModelSpec& spec, const SafetensorsFile& file,
+Result<std::unique_ptr<Family>> LoadBert(const ModelSpec& spec, const Checkpoint& file,
                                          ops::Backend& backend) {
   return LoadAs<Bert>(spec, file, backend);
 }

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/safetensors.h"
+#include "checkpoint/checkpoint.h"
 #include "checkpoint/weight_reader.h"
 #include "families/embedding_head.h"
 #include "families/family_loaders.h"
@@ -68,7 +68,7 @@ Tensor Project(const Tensor& x, const Tensor& w, const Tensor& b, float scale) {
 
 class Deberta final : public Family {
  public:
-  Status Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backend& b);
+  Status Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b);
   Status Forward(ops::Backend& b) const override;
 
  private:
@@ -92,7 +92,7 @@ class Deberta final : public Family {
   Buffer pooled_vec_, head_hidden_;
 };
 
-Status Deberta::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backend& b) {
+Status Deberta::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b) {
   c_ = spec.deberta;
   classifier_ = spec.head == HeadKind::kDebertaPooler;
   if (spec.head != HeadKind::kNone && !classifier_) {
@@ -240,7 +240,7 @@ Status Deberta::Forward(ops::Backend& b) const {
 
 }  // namespace
 
-Result<std::unique_ptr<Family>> LoadDeberta(const ModelSpec& spec, const SafetensorsFile& file,
+Result<std::unique_ptr<Family>> LoadDeberta(const ModelSpec& spec, const Checkpoint& file,
                                             ops::Backend& backend) {
   return LoadAs<Deberta>(spec, file, backend);
 }

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/safetensors.h"
+#include "checkpoint/checkpoint.h"
 #include "checkpoint/weight_reader.h"
 #include "families/embedding_head.h"
 #include "families/family_loaders.h"
@@ -41,7 +41,7 @@ using ops::Rows;
 
 class Decoder final : public Family {
  public:
-  Status Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backend& b);
+  Status Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b);
   Status Forward(ops::Backend& b) const override;
 
  private:
@@ -72,7 +72,7 @@ class Decoder final : public Family {
   Buffer pooled_vec_;
 };
 
-Status Decoder::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backend& b) {
+Status Decoder::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b) {
   c_ = spec.decoder;
   reranker_ = spec.head == HeadKind::kYesNoLogit;
   if (spec.head != HeadKind::kNone && !reranker_) {
@@ -249,7 +249,7 @@ Status Decoder::Forward(ops::Backend& b) const {
 
 }  // namespace
 
-Result<std::unique_ptr<Family>> LoadDecoder(const ModelSpec& spec, const SafetensorsFile& file,
+Result<std::unique_ptr<Family>> LoadDecoder(const ModelSpec& spec, const Checkpoint& file,
                                             ops::Backend& backend) {
   return LoadAs<Decoder>(spec, file, backend);
 }

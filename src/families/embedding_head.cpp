@@ -3,7 +3,7 @@
 #include <memory>
 #include <string>
 
-#include "checkpoint/safetensors.h"
+#include "checkpoint/checkpoint.h"
 #include "checkpoint/weight_reader.h"
 
 namespace orchid {
@@ -14,8 +14,7 @@ Status EmbeddingHead::Load(const ModelSpec& spec, ops::Backend& b) {
                         ops::Precision::kAccumulator);
   for (size_t i = 0; i < spec.dense.size(); ++i) {
     const DenseModule& m = spec.dense[i];
-    ORCHID_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file,
-                            SafetensorsFile::Open(m.dir + "/model.safetensors"));
+    ORCHID_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> file, Checkpoint::Open(m.dir));
     const WeightReader r(*file, "");
     Tensor w, bias;
     ORCHID_ASSIGN_OR_RETURN(w, r.Read("linear.weight", {m.out_features, m.in_features}));

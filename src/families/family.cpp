@@ -4,7 +4,7 @@
 
 namespace orchid {
 
-Result<WeightReader> FamilyWeights(const SafetensorsFile& file, const std::string& anchor,
+Result<WeightReader> FamilyWeights(const Checkpoint& file, const std::string& anchor,
                                    const char* family) {
   const std::optional<std::string> prefix = FindWeightPrefix(file, anchor);
   if (!prefix) {
@@ -15,8 +15,7 @@ Result<WeightReader> FamilyWeights(const SafetensorsFile& file, const std::strin
 }
 
 Result<std::unique_ptr<Family>> LoadFamily(const ModelSpec& spec, ops::Backend& backend) {
-  ORCHID_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file,
-                          SafetensorsFile::Open(spec.weights_path));
+  ORCHID_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> file, Checkpoint::Open(spec.dir));
   switch (spec.family) {
     case FamilyKind::kBert:
       return LoadBert(spec, *file, backend);

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/safetensors.h"
+#include "checkpoint/checkpoint.h"
 #include "checkpoint/weight_reader.h"
 #include "families/embedding_head.h"
 #include "families/family_loaders.h"
@@ -29,7 +29,7 @@ using ops::Rows;
 
 class ModernBert final : public Family {
  public:
-  Status Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backend& b);
+  Status Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b);
   Status Forward(ops::Backend& b) const override;
 
  private:
@@ -56,7 +56,7 @@ class ModernBert final : public Family {
   Buffer pooled_vec_, head_hidden_;
 };
 
-Status ModernBert::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backend& b) {
+Status ModernBert::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b) {
   c_ = spec.modernbert;
   classifier_ = spec.head == HeadKind::kModernBertHead;
   if (spec.head != HeadKind::kNone && !classifier_) {
@@ -187,7 +187,7 @@ Status ModernBert::Forward(ops::Backend& b) const {
 
 }  // namespace
 
-Result<std::unique_ptr<Family>> LoadModernBert(const ModelSpec& spec, const SafetensorsFile& file,
+Result<std::unique_ptr<Family>> LoadModernBert(const ModelSpec& spec, const Checkpoint& file,
                                                ops::Backend& backend) {
   return LoadAs<ModernBert>(spec, file, backend);
 }

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/safetensors.h"
+#include "checkpoint/checkpoint.h"
 #include "checkpoint/weight_reader.h"
 #include "families/embedding_head.h"
 #include "families/family_loaders.h"
@@ -53,7 +53,7 @@ ops::Gate GateOf(RopeEncoderConfig::Gate g) {
 
 class RopeEncoder final : public Family {
  public:
-  Status Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backend& b);
+  Status Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b);
   Status Forward(ops::Backend& b) const override;
 
  private:
@@ -79,7 +79,7 @@ class RopeEncoder final : public Family {
   Buffer pooled_vec_, head_hidden_;
 };
 
-Status RopeEncoder::Load(const ModelSpec& spec, const SafetensorsFile& file, ops::Backend& b) {
+Status RopeEncoder::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b) {
   c_ = spec.rope_encoder;
   classifier_ = spec.head == HeadKind::kBertPooler;
   if (spec.head != HeadKind::kNone && !classifier_) {
@@ -215,7 +215,7 @@ Status RopeEncoder::Forward(ops::Backend& b) const {
 
 }  // namespace
 
-Result<std::unique_ptr<Family>> LoadRopeEncoder(const ModelSpec& spec, const SafetensorsFile& file,
+Result<std::unique_ptr<Family>> LoadRopeEncoder(const ModelSpec& spec, const Checkpoint& file,
                                                 ops::Backend& backend) {
   return LoadAs<RopeEncoder>(spec, file, backend);
 }

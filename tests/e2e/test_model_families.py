@@ -2,7 +2,8 @@
 `orchid serve` (several models, picked by the request's `model`) and behind a gateway with one
 worker per model: Qwen2, Mistral and Llama decoders; Gemma 3 (EmbeddingGemma's layout, with
 sentence-transformers Dense modules); DistilBERT, MPNet, RoBERTa and CamemBERT encoders and
-cross-encoders; ModernBERT; NomicBERT; GTE embedders and rerankers; DeBERTa-v3 / v2 classifiers; max and weighted-mean pooling. Texts go through the HTTP API (the server tokenizes them); the
+cross-encoders; ModernBERT; NomicBERT; GTE embedders and rerankers; DeBERTa-v3 / v2 classifiers; max and weighted-mean pooling;
+a sharded float16 checkpoint (e5-mistral-7b's form). Texts go through the HTTP API (the server tokenizes them); the
 answers are compared with what transformers computed for the same texts
 (tests/fixtures/models/reference, made by make_reference.py from the random-weight fixtures that
 `make fixtures` builds). /v1/models lists each with its task, and /info describes the default."""
@@ -19,7 +20,8 @@ FIXTURES = REPO / "models" / "fixtures"
 REFERENCE = REPO / "tests" / "fixtures" / "models" / "reference"
 EMBEDDERS = ["qwen2-embed", "mistral-embed", "llama-embed", "distilbert-embed", "mpnet-embed",
              "roberta-embed", "gemma3-embed", "distilbert-max", "distilbert-weightedmean",
-             "modernbert-embed", "nomic-embed", "gte-embed"]
+             "modernbert-embed", "nomic-embed", "gte-embed",
+             "mistral-sharded"]  # float16 shards and model.safetensors.index.json
 SCORERS = ["distilbert-cross-encoder", "camembert-cross-encoder",  # one label: /v1/score
            "modernbert-cross-encoder", "gte-cross-encoder"]
 # Named labels: /predict (the DeBERTa ones with the reference's own inputs: pairs and texts).

@@ -1,7 +1,10 @@
 // Arbitrary bytes as the JSON files of a model directory: config.json (ReadBertConfig,
 // ReadDecoderConfig, ReadModernBertConfig, ReadRopeEncoderConfig, ReadDebertaConfig), modules.json, the Pooling, Dense and SpladePooling
-// modules' config.json and sentence_bert_config.json (ReadSentenceTransformersConfig). The readers take paths, so each input is written into a
-// private temporary directory; they must return an error or a config, never crash.
+// modules' config.json and sentence_bert_config.json (ReadSentenceTransformersConfig), and a
+// sharded checkpoint's model.safetensors.index.json (ParseShardIndex: every shard it accepts is
+// a plain file name, and every listed tensor names one of them). The readers take paths, so
+// each input is written into a private temporary directory; they must return an error or a
+// config, never crash.
 #include <unistd.h>
 
 #include <cstddef>
@@ -12,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "checkpoint/checkpoint.h"
 #include "description/bert_config.h"
 #include "description/deberta_config.h"
 #include "description/decoder_config.h"
@@ -59,6 +63,18 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
+
+  if (auto idx = orchid::ParseShardIndex(bytes, "index"); idx.ok()) {
+    for (const std::string& s : idx->shards) {
+      if (s.empty() || s == "." || s == ".." || s.find_first_of("/\\") != std::string::npos ||
+          s.find('\0') != std::string::npos) {
+        std::abort();
+      }
+    }
+    for (const auto& entry : idx->weight_map) {
+      if (entry.second >= idx->shards.size()) std::abort();
+    }
+  }
 
   Write(g_dir + "/config.json", bytes);
   (void)orchid::ReadBertConfig(g_dir + "/config.json").ok();

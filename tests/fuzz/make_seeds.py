@@ -64,6 +64,8 @@ def config_seeds():
         put("config_fuzz", (fixtures / name / "config.json").read_bytes())
     # sentence-transformers' current Pooling fields (pooling_mode, include_prompt: false).
     put("config_fuzz", (fixtures / "bert-instruct" / "1_Pooling" / "config.json").read_bytes())
+    # A sharded checkpoint's index, as save_pretrained writes it.
+    put("config_fuzz", (fixtures / "mistral-sharded" / "model.safetensors.index.json").read_bytes())
 
 
 def request_seeds():

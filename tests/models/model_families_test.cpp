@@ -64,7 +64,7 @@ Case ReadCase(const std::string& name) {
 
 std::unique_ptr<Engine> Load(const std::string& name, WeightType type = WeightType::kFloat32) {
   const std::string dir = kModels + "/" + name;
-  if (!std::filesystem::exists(dir + "/model.safetensors")) {
+  if (!std::filesystem::exists(dir + "/config.json")) {
     ADD_FAILURE() << dir << " is missing: run `make fixtures` (tests/fixtures/models/build.py)";
     return nullptr;
   }
@@ -229,6 +229,12 @@ TEST(ModelFamiliesTest, MistralEmbedder) {
   auto engine = Load("mistral-embed");
   ASSERT_NE(engine, nullptr);
   EXPECT_EQ(engine->info().max_position_embeddings, 4096);  // the window, not 8192 positions
+}
+
+// e5-mistral-7b-instruct's form: float16 weights in shards that model.safetensors.index.json
+// lists, against what transformers' from_pretrained computed from that same directory.
+TEST(ModelFamiliesTest, ShardedFloat16Checkpoint) {
+  CheckModel("mistral-sharded", ModelTask::kEmbed, Pooling::kLastToken, true);
 }
 
 TEST(ModelFamiliesTest, LlamaEmbedderWithBiases) {
