@@ -9,7 +9,7 @@
 # What the clone gets is HEAD (commit what you want measured). Times come from this machine's
 # cores and its links to the Debian mirror and PyPI; the phases are read off apt's history log
 # and the build tree's files. Writes bench/results/first-answer-<stamp>.md. The chroot is
-# removed afterwards unless --keep. Port 8080 must be free.
+# removed afterwards unless --keep (its logs stay beside it, CHROOT.*.log). Port 8080 must be free.
 #
 # Where outbound TLS goes through a proxy with its own CA (as on the machines this was written
 # on), the CA files in /usr/local/share/ca-certificates are copied into the chroot: that is the
