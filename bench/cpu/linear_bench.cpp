@@ -120,8 +120,10 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "threads (the caller counts)");
   app.add_option("--warmup", warmup, "untimed runs per shape");
   app.add_option("--reps", reps, "timed runs per shape");
-  app.add_option("--gemm", gemm, "packed (orchid's kernel) or blas (OpenBLAS)")
-      ->check(CLI::IsMember({"packed", "blas"}));
+  app.add_option("--gemm", gemm,
+                 "packed (orchid's kernel), blas (OpenBLAS) or bfloat16 (the packed kernel on "
+                 "bfloat16 weights, as --dtype bfloat16)")
+      ->check(CLI::IsMember({"packed", "blas", "bfloat16"}));
   CLI11_PARSE(app, argc, argv);
   if (peak) {
     std::printf("{\"peak_gflops\":%.2f}\n", FmaPeakGflops());
@@ -139,9 +141,11 @@ int main(int argc, char** argv) {
     const std::vector<float> w = Random(size_t(s.n) * size_t(s.k), 2, 0.05f);
     const std::vector<float> b = Random(size_t(s.n), 3, 0.1f);
     std::vector<float> y(size_t(rows) * size_t(s.n));
-    const orchid::PackedWeight packed = orchid::PackedWeight::Pack(
-        w.data(), s.n, s.k,
-        gemm == "blas" ? orchid::WeightType::kFloat32Blas : orchid::WeightType::kFloat32);
+    const orchid::PackedWeight packed =
+        orchid::PackedWeight::Pack(w.data(), s.n, s.k,
+                                   gemm == "blas"       ? orchid::WeightType::kFloat32Blas
+                                   : gemm == "bfloat16" ? orchid::WeightType::kBfloat16
+                                                        : orchid::WeightType::kFloat32);
     std::vector<double> ms;
     for (int i = 0; i < warmup + reps; ++i) {
       const auto t0 = std::chrono::steady_clock::now();

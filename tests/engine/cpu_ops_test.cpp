@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <tuple>
@@ -394,6 +395,31 @@ TEST(CpuOpsTest, LinearBfloat16MatchesRoundedReference) {
   Linear(nullptr, x.data(), 1, 64, PackedWeight::Pack(w.data(), 16, 64, WeightType::kBfloat16),
          nullptr, b.data(), 16, LinearEpilogue::kNone);
   EXPECT_NE(a, b);
+}
+
+// The bfloat16 products are exact in fp32, and every instruction set sums them in the order
+// vdpbf16ps takes a pair (odd element, then even), so the scalar, AVX2 and AVX-512 FMA paths
+// give the same bits (AVX512_BF16's vdpbf16ps is left out: it need not round as two FMAs do).
+TEST(CpuOpsTest, LinearBfloat16IsBitwiseTheSameOnEveryFmaPath) {
+  struct Restore {
+    ~Restore() { simd::LimitIsa(simd::Isa::kAvx512Bf16); }
+  } restore;
+  for (auto [m, k, n] : {std::tuple{1, 9, 37}, std::tuple{7, 384, 100}, std::tuple{150, 63, 48},
+                         std::tuple{301, 1024, 33}}) {
+    SCOPED_TRACE(testing::Message() << "m=" << m << " k=" << k << " n=" << n);
+    auto x = Random(size_t(m * k), 40), w = Random(size_t(n * k), 41), b = Random(size_t(n), 42);
+    const PackedWeight packed = PackedWeight::Pack(w.data(), n, k, WeightType::kBfloat16);
+    std::vector<float> want(size_t(m * n)), got(size_t(m * n));
+    simd::LimitIsa(simd::Isa::kScalar);
+    Linear(nullptr, x.data(), m, k, packed, b.data(), want.data(), n, LinearEpilogue::kNone);
+    for (simd::Isa isa : {simd::Isa::kAvx2, simd::Isa::kAvx512}) {
+      simd::LimitIsa(isa);
+      ThreadPool pool(2);
+      Linear(&pool, x.data(), m, k, packed, b.data(), got.data(), n, LinearEpilogue::kNone);
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+          << (isa == simd::Isa::kAvx2 ? "avx2" : "avx512");
+    }
+  }
 }
 
 TEST(CpuOpsTest, GeluMatchesErfForm) {
