@@ -10,14 +10,18 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 CMAKE_LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache,)
 
-.PHONY: deps test-deps venv model real-models fixtures build build-serve build-asan build-fuzz serve test unit-test asan-test e2e-test fuzz-test \
+.PHONY: deps dev-deps test-deps venv model real-models fixtures build build-serve build-asan build-fuzz serve test unit-test asan-test e2e-test fuzz-test \
   bench bench-tokenizer bench-serving clean
 
 deps:
 	@scripts/install-deps.sh
 
-# What only the tests need beside deps (a headless browser for the page tests).
-test-deps: deps
+# What building the unit tests, benchmarks and fuzzers needs beside deps (GoogleTest, clang).
+dev-deps: deps
+	@scripts/install-deps.sh --dev
+
+# What only the end-to-end tests need beside that (a headless browser, promtool).
+test-deps: dev-deps
 	@scripts/install-deps.sh --test
 
 venv: deps
@@ -36,10 +40,13 @@ real-models: venv
 fixtures: model venv
 	@.venv/bin/python tests/fixtures/models/build.py models/fixtures
 
+# A fresh tree is configured without the unit tests (what `make serve` needs); `make build`
+# turns them on, once, in a tree that has them off.
 $(BUILD)/build.ninja:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_LAUNCHER)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DORCHID_TESTS=OFF $(CMAKE_LAUNCHER)
 
-build: deps $(BUILD)/build.ninja
+build: dev-deps $(BUILD)/build.ninja
+	@grep -q '^ORCHID_TESTS:BOOL=ON' $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -DORCHID_TESTS=ON
 	cmake --build $(BUILD) -j $(JOBS)
 
 # Only what serving needs (the orchid binary): no unit tests, benchmarks or tools.
@@ -49,7 +56,7 @@ build-serve: deps $(BUILD)/build.ninja
 $(BUILD_ASAN)/build.ninja:
 	cmake -S . -B $(BUILD_ASAN) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DORCHID_SANITIZE=ON $(CMAKE_LAUNCHER)
 
-build-asan: deps $(BUILD_ASAN)/build.ninja
+build-asan: dev-deps $(BUILD_ASAN)/build.ninja
 	cmake --build $(BUILD_ASAN) -j $(JOBS) --target orchid_unit_tests
 
 # libFuzzer needs clang; this tree instruments the libraries with ASan + UBSan (-O1, assertions on).
@@ -57,7 +64,7 @@ $(BUILD_FUZZ)/build.ninja:
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD_FUZZ) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DORCHID_FUZZ=ON $(CMAKE_LAUNCHER)
 
-build-fuzz: deps $(BUILD_FUZZ)/build.ninja
+build-fuzz: dev-deps $(BUILD_FUZZ)/build.ninja
 	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target orchid_fuzzers
 
 serve: build-serve model

@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
-# Installs every system dependency orchid needs from Debian packages. Idempotent.
-# With --test, also what only the tests need (a headless browser for tests/e2e/test_pages.py),
-# so that `make serve` on a fresh machine does not fetch a browser.
+# Installs the system dependencies orchid needs from Debian packages. Idempotent.
+#   install-deps.sh          what `make serve` needs to build and run the orchid binary
+#   install-deps.sh --dev    also what the unit tests, benchmarks and fuzzers build with
+#                            (GoogleTest, Google Benchmark, clang for libFuzzer)
+#   install-deps.sh --test   also what only the end-to-end tests run (a headless browser for
+#                            tests/e2e/test_pages.py, promtool for the Grafana dashboard test)
+# so that `make serve` on a fresh machine fetches none of the test tooling.
 set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build ccache pkg-config git
   libboost1.81-dev libsimdjson-dev libopenblas-dev
   libspdlog-dev libfmt-dev libcli11-dev libutf8proc-dev libpcre2-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus
-  clang libclang-rt-14-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   python3 python3-venv python3-pip
 )
-if [ "${1:-}" = "--test" ]; then
-  PKGS+=(chromium chromium-driver)
-fi
+DEV=(libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev)
+case "${1:-}" in
+  "") ;;
+  --dev) PKGS+=("${DEV[@]}") ;;
+  --test) PKGS+=("${DEV[@]}" prometheus chromium chromium-driver) ;;
+  *) echo "usage: install-deps.sh [--dev|--test]" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

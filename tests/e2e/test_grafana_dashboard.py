@@ -630,7 +630,7 @@ def test_every_expression_parses_with_promtool(tmp_path):
     """Prometheus's own parser (`promtool check rules`) on every expression, with Grafana's
     variables replaced by what Grafana would put there."""
     promtool = shutil.which("promtool")
-    assert promtool, "promtool missing: scripts/install-deps.sh installs the prometheus package"
+    assert promtool, "promtool missing: scripts/install-deps.sh --test installs the prometheus package"
     targets, variables = dashboard_queries(load_dashboard())
     exprs = [e for _, e, _ in targets]
     for _, q in variables:

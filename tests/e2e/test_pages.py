@@ -78,7 +78,7 @@ def browser():
     chromium, driver_bin = shutil.which("chromium"), shutil.which("chromedriver")
     if not chromium or not driver_bin:
         pytest.fail("chromium and chromedriver are needed (Debian's chromium, chromium-driver: "
-                    "scripts/install-deps.sh installs them)")
+                    "scripts/install-deps.sh --test installs them)")
     os.environ.setdefault("SE_OFFLINE", "true")  # Selenium Manager must not download anything
     options = Options()
     options.binary_location = chromium

@@ -214,7 +214,7 @@ def test_sigterm_on_a_worker_lets_in_flight_requests_complete(cluster):
 def test_metrics_pass_promtool(cluster, server):
     workers, gw = cluster
     promtool = shutil.which("promtool")
-    assert promtool, "promtool missing: scripts/install-deps.sh installs the prometheus package"
+    assert promtool, "promtool missing: scripts/install-deps.sh --test installs the prometheus package"
     texts = {"gateway": gw.metrics(), "worker": workers[0].metrics(),
              "serve": requests.get(f"{server.url}/metrics", timeout=10).text}
     for name, text in texts.items():
