@@ -21,6 +21,7 @@
 #include "backends/cpu/l2_normalize.h"
 #include "backends/cpu/layer_norm.h"
 #include "backends/cpu/linear.h"
+#include "backends/cpu/packed_gemm.h"
 #include "backends/cpu/pooling.h"
 #include "backends/cpu/rms_norm.h"
 #include "backends/cpu/rope.h"
@@ -400,10 +401,24 @@ TEST(CpuOpsTest, LinearBfloat16MatchesRoundedReference) {
 // The bfloat16 products are exact in fp32, and every instruction set sums them in the order
 // vdpbf16ps takes a pair (odd element, then even), so the scalar, AVX2 and AVX-512 FMA paths
 // give the same bits (AVX512_BF16's vdpbf16ps is left out: it need not round as two FMAs do).
-TEST(CpuOpsTest, LinearBfloat16IsBitwiseTheSameOnEveryFmaPath) {
+// The scalar loop, the AVX2 and AVX-512 FMA tiles and vdpbf16ps (where the CPU has AVX512_BF16:
+// pinned both ways, whichever the start-up probe would pick) give the same sums, bit for bit.
+TEST(CpuOpsTest, LinearBfloat16IsBitwiseTheSameOnEveryPath) {
   struct Restore {
-    ~Restore() { simd::LimitIsa(simd::Isa::kAvx512Bf16); }
+    ~Restore() {
+      simd::LimitIsa(simd::Isa::kAvx512Bf16);
+      SetBf16Kernel(Bf16Kernel::kAuto);
+    }
   } restore;
+  struct Path {
+    simd::Isa isa;
+    Bf16Kernel kernel;
+    const char* name;
+  };
+  const Path paths[] = {{simd::Isa::kAvx2, Bf16Kernel::kAuto, "avx2"},
+                        {simd::Isa::kAvx512, Bf16Kernel::kAuto, "avx512"},
+                        {simd::Isa::kAvx512Bf16, Bf16Kernel::kFma, "avx512bf16 fma"},
+                        {simd::Isa::kAvx512Bf16, Bf16Kernel::kDot, "avx512bf16 vdpbf16ps"}};
   for (auto [m, k, n] : {std::tuple{1, 9, 37}, std::tuple{7, 384, 100}, std::tuple{150, 63, 48},
                          std::tuple{301, 1024, 33}}) {
     SCOPED_TRACE(testing::Message() << "m=" << m << " k=" << k << " n=" << n);
@@ -412,12 +427,12 @@ TEST(CpuOpsTest, LinearBfloat16IsBitwiseTheSameOnEveryFmaPath) {
     std::vector<float> want(size_t(m * n)), got(size_t(m * n));
     simd::LimitIsa(simd::Isa::kScalar);
     Linear(nullptr, x.data(), m, k, packed, b.data(), want.data(), n, LinearEpilogue::kNone);
-    for (simd::Isa isa : {simd::Isa::kAvx2, simd::Isa::kAvx512}) {
-      simd::LimitIsa(isa);
+    for (const Path& path : paths) {
+      simd::LimitIsa(path.isa);
+      SetBf16Kernel(path.kernel);
       ThreadPool pool(2);
       Linear(&pool, x.data(), m, k, packed, b.data(), got.data(), n, LinearEpilogue::kNone);
-      ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
-          << (isa == simd::Isa::kAvx2 ? "avx2" : "avx512");
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << path.name;
     }
   }
 }

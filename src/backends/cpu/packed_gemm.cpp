@@ -1,6 +1,8 @@
 #include "backends/cpu/packed_gemm.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -481,39 +483,6 @@ ORCHID_NO_SANITIZE ORCHID_AVX512BF16 inline void TileBf16(const Bf16Job& j, int 
   StoreAvx512<MB, PB>(acc, j.w.n, 1.0f, j.bias, j.y, j.ldy, j.epilogue, r, p);
 }
 
-// ---- bfloat16 on plain AVX-512: widened to fp32, two FMAs per pair -------------------------
-
-template <int MB, int PB>
-ORCHID_NO_SANITIZE ORCHID_AVX512 inline void TileBf16Fma(const Bf16Job& j, int r, int p) {
-  const int pairs = j.w.pairs();
-  const size_t stride = size_t(pairs) * 2 * kPanel;
-  const bf16* wp = j.w.panel(p);
-  const bf16* x = j.x + size_t(r) * j.ldx;
-  const __m512i high = _mm512_set1_epi32(int(0xffff0000u));
-  __m512 acc[MB][PB];
-  for (int m = 0; m < MB; ++m) {
-    for (int q = 0; q < PB; ++q) acc[m][q] = _mm512_setzero_ps();
-  }
-  for (int i = 0; i < pairs; ++i) {
-    __m512 even[PB], odd[PB];
-    for (int q = 0; q < PB; ++q) {
-      const __m512i w = _mm512_loadu_si512(wp + q * stride + size_t(i) * 2 * kPanel);
-      even[q] = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-      odd[q] = _mm512_castsi512_ps(_mm512_and_si512(w, high));
-    }
-    for (int m = 0; m < MB; ++m) {
-      const __m512i pair = _mm512_set1_epi32(int(LoadPair(x + size_t(m) * j.ldx + 2 * size_t(i))));
-      const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(pair, 16));
-      const __m512 x1 = _mm512_castsi512_ps(_mm512_and_si512(pair, high));
-      for (int q = 0; q < PB; ++q) {
-        acc[m][q] = _mm512_fmadd_ps(x1, odd[q], acc[m][q]);
-        acc[m][q] = _mm512_fmadd_ps(x0, even[q], acc[m][q]);
-      }
-    }
-  }
-  StoreAvx512<MB, PB>(acc, j.w.n, 1.0f, j.bias, j.y, j.ldy, j.epilogue, r, p);
-}
-
 // ---- bfloat16 on AVX2: widened to fp32, two FMAs per pair, MB rows x 1 panel ---------------
 
 // x's rows [r0, r1) as fp32, widened once per call (ldf = 2 * pairs floats a row, the padding
@@ -568,21 +537,29 @@ ORCHID_NO_SANITIZE ORCHID_AVX2 inline void TileBf16Avx2(const Bf16Job& j, const 
   FinishTileAvx2<MB>(lo, hi, j.w.n, 1.0f, j.bias, j.y, j.ldy, j.epilogue, r, p);
 }
 
-ORCHID_AVX2 void TilesBf16Avx2(const Bf16Job& j, int r0, int r1, int p0, int p1) {
+// Rows [r0, r1) in pieces of kRowsAvx2, each widened into this thread's buffer (so that the
+// block stays in L2, as TilesAvx2's x), then tiles(xf, ldf, rb, re): row r at
+// xf[(r - rb) * ldf].
+template <class F>
+void ForEachWidenedPiece(const Bf16Job& j, int r0, int r1, F&& tiles) {
   const int ldf = 2 * j.w.pairs();
   thread_local Buffer<float> widened;
-  // Rows in pieces of kRowsAvx2, so that the widened block stays in L2 (as TilesAvx2's x).
   for (int rb = r0; rb < r1; rb += kRowsAvx2) {
     const int re = std::min(r1, rb + kRowsAvx2);
     widened.Reserve(size_t(re - rb) * size_t(ldf) + 1);
-    float* xf = widened.data();
-    WidenRowsAvx2(j, rb, re, xf, ldf);
+    WidenRowsAvx2(j, rb, re, widened.data(), ldf);
+    tiles(static_cast<const float*>(widened.data()), ldf, rb, re);
+  }
+}
+
+ORCHID_AVX2 void TilesBf16Avx2(const Bf16Job& j, int r0, int r1, int p0, int p1) {
+  ForEachWidenedPiece(j, r0, r1, [&](const float* xf, int ldf, int rb, int re) {
     for (int p = p0; p < p1; ++p) {
       RowTiles<5>(rb, re, [&](auto mb, int r) {
         TileBf16Avx2<decltype(mb)::value>(j, xf + size_t(r - rb) * size_t(ldf), ldf, r, p);
       });
     }
-  }
+  });
 }
 
 template <int MB>
@@ -597,32 +574,148 @@ ORCHID_AVX512BF16 void PanelsBf16Dot(const Bf16Job& j, int r, int p, int pb) {
   }
 }
 
-// Two panels: 2 x 2 widened weights + 8 x 2 accumulators fit the 32 registers.
-template <int MB>
-ORCHID_AVX512 void PanelsBf16Fma(const Bf16Job& j, int r, int p, int pb) {
-  if (pb == 2) return TileBf16Fma<MB, 2>(j, r, p);
-  return TileBf16Fma<MB, 1>(j, r, p);
-}
-
-template <bool kDot, int MB>
-void PanelsBf16(const Bf16Job& j, int r, int p, int pb) {
-  if constexpr (kDot) {
-    PanelsBf16Dot<MB>(j, r, p, pb);
-  } else {
-    PanelsBf16Fma<MB>(j, r, p, pb);
+// Not itself compiled for AVX512_BF16: each tile call covers all of k, so the call costs nothing.
+void TilesBf16Dot(const Bf16Job& j, int r0, int r1, int p0, int p1) {
+  for (int p = p0; p < p1; p += 3) {
+    const int pb = std::min(3, p1 - p);
+    RowTiles<8>(r0, r1, [&](auto mb, int r) { PanelsBf16Dot<decltype(mb)::value>(j, r, p, pb); });
   }
 }
 
-// Not itself compiled for AVX-512: each tile call covers all of k, so the call costs nothing,
-// and the plain-AVX-512 instantiation must not be given AVX512_BF16 code.
-template <bool kDot>
-void TilesBf16(const Bf16Job& j, int r0, int r1, int p0, int p1) {
-  constexpr int kGroup = kDot ? 3 : 2;
-  for (int p = p0; p < p1; p += kGroup) {
-    const int pb = std::min(kGroup, p1 - p);
-    RowTiles<8>(r0, r1,
-                [&](auto mb, int r) { PanelsBf16<kDot, decltype(mb)::value>(j, r, p, pb); });
+// ---- bfloat16 on AVX-512 by fp32 FMAs, x widened once per call ----------------------------
+
+// MB rows x PB panels: the weights widened to fp32 (even and odd k of a pair), x broadcast from
+// its rows as WidenRowsAvx2 widened them (row r at xf[(r - rb) * ldf]); two FMAs per pair, the
+// odd element's first, as vdpbf16ps and the AVX2 tiles take them: the same sums, bit for bit.
+// MB = 8, PB = 2: 16 accumulators, 4 widened weight vectors and 2 broadcasts.
+template <int MB, int PB>
+ORCHID_NO_SANITIZE ORCHID_AVX512 inline void TileBf16Widened(const Bf16Job& j, const float* xf,
+                                                             int ldf, int r, int p) {
+  const int pairs = j.w.pairs();
+  const size_t stride = size_t(pairs) * 2 * kPanel;
+  const bf16* wp = j.w.panel(p);
+  const __m512i high = _mm512_set1_epi32(int(0xffff0000u));
+  __m512 acc[MB][PB];
+  for (int m = 0; m < MB; ++m) {
+    for (int q = 0; q < PB; ++q) acc[m][q] = _mm512_setzero_ps();
   }
+  for (int i = 0; i < pairs; ++i) {
+    __m512 even[PB], odd[PB];
+    for (int q = 0; q < PB; ++q) {
+      const __m512i w = _mm512_loadu_si512(wp + q * stride + size_t(i) * 2 * kPanel);
+      even[q] = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+      odd[q] = _mm512_castsi512_ps(_mm512_and_si512(w, high));
+    }
+    const float* xi = xf + 2 * size_t(i);
+    for (int m = 0; m < MB; ++m) {
+      const __m512 x1 = _mm512_set1_ps(xi[size_t(m) * size_t(ldf) + 1]);
+      const __m512 x0 = _mm512_set1_ps(xi[size_t(m) * size_t(ldf)]);
+      for (int q = 0; q < PB; ++q) {
+        acc[m][q] = _mm512_fmadd_ps(x1, odd[q], acc[m][q]);
+        acc[m][q] = _mm512_fmadd_ps(x0, even[q], acc[m][q]);
+      }
+    }
+  }
+  StoreAvx512<MB, PB>(acc, j.w.n, 1.0f, j.bias, j.y, j.ldy, j.epilogue, r, p);
+}
+
+ORCHID_AVX512 void TilesBf16Widened(const Bf16Job& j, int r0, int r1, int p0, int p1) {
+  ForEachWidenedPiece(j, r0, r1, [&](const float* xf, int ldf, int rb, int re) {
+    for (int p = p0; p < p1; p += 2) {
+      const bool two = p + 1 < p1;
+      RowTiles<8>(rb, re, [&](auto mb, int r) {
+        constexpr int MB = decltype(mb)::value;
+        const float* xr = xf + size_t(r - rb) * size_t(ldf);
+        if (two) {
+          TileBf16Widened<MB, 2>(j, xr, ldf, r, p);
+        } else {
+          TileBf16Widened<MB, 1>(j, xr, ldf, r, p);
+        }
+      });
+    }
+  });
+}
+
+// ---- which AVX-512 bfloat16 path ----------------------------------------------------------
+
+// vdpbf16ps does two multiply-adds a lane where an FMA does one, but cores issue it at
+// different rates: on a 2-core Emerald Rapids VM (2026-12-03) 0.5 a cycle against the FMA's 2,
+// so there it has a quarter of the FMAs' multiply-add rate, and DistilBERT-base at 8 x 512 ran
+// its bfloat16 linear layers at 0.6x the speed of float32's. The two paths give the same sums
+// bit for bit (CpuOpsTest.LinearBfloat16IsBitwiseTheSameOnEveryPath; only denormal inputs,
+// which vdpbf16ps reads as zero, could differ), so the faster one is taken, measured once per
+// process: 24 independent chains of each instruction, best of 3 alternating runs of ~0.3 ms.
+constexpr int kProbeChains = 24;
+constexpr long kProbeIters = 4000;
+
+template <class F>
+double Seconds(F&& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+ORCHID_NO_SANITIZE ORCHID_AVX512BF16 float DotChains(long iters) {
+  __m512 acc[kProbeChains];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  __m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80), w = x;
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 24
+    for (int c = 0; c < kProbeChains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], x, w);
+    asm volatile("" : "+v"(x));
+  }
+  __m512 sum = acc[0];
+  for (int c = 1; c < kProbeChains; ++c) sum = _mm512_add_ps(sum, acc[c]);
+  return _mm512_reduce_add_ps(sum);
+}
+
+ORCHID_NO_SANITIZE ORCHID_AVX512 float FmaChains(long iters) {
+  __m512 acc[kProbeChains];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  __m512 x = _mm512_set1_ps(1.0f), w = x;
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 24
+    for (int c = 0; c < kProbeChains; ++c) acc[c] = _mm512_fmadd_ps(x, w, acc[c]);
+    asm volatile("" : "+v"(x));
+  }
+  __m512 sum = acc[0];
+  for (int c = 1; c < kProbeChains; ++c) sum = _mm512_add_ps(sum, acc[c]);
+  return _mm512_reduce_add_ps(sum);
+}
+
+// vdpbf16ps's multiply-add rate over the FMAs' (32 and 16 a 512-bit instruction), each the best
+// of 3 alternating runs.
+double DotOverFmaRate() {
+  volatile float sink = 0;
+  double dot = 0, fma = 0;
+  for (int run = 0; run < 3; ++run) {
+    dot = std::max(dot, 32.0 / Seconds([&] { sink = DotChains(kProbeIters); }));
+    fma = std::max(fma, 16.0 / Seconds([&] { sink = FmaChains(kProbeIters); }));
+  }
+  (void)sink;
+  return dot / fma;
+}
+
+// The widened path costs ~10% beyond its FMAs (widening the weights): vdpbf16ps is taken when
+// its multiply-add rate is at least 1.15x the FMAs'.
+bool Bf16DotIsFaster() {
+  static const bool faster = DotOverFmaRate() >= 1.15;
+  return faster;
+}
+
+std::atomic<int> bf16_kernel{int(Bf16Kernel::kAuto)};
+
+bool UseBf16Dot() {
+  if (!simd::HasAvx512Bf16()) return false;
+  switch (Bf16Kernel(bf16_kernel.load(std::memory_order_relaxed))) {
+    case Bf16Kernel::kDot:
+      return true;
+    case Bf16Kernel::kFma:
+      return false;
+    case Bf16Kernel::kAuto:
+      break;
+  }
+  return Bf16DotIsFaster();
 }
 
 // Round to nearest even, 16 floats at a time (the integer form of Bf16FromFloat).
@@ -668,11 +761,27 @@ void PackedGemmTilesBf16(const bf16* x, int ldx, Bf16PanelView w, const float* b
   const Bf16Job j{x, ldx, w, bias, y, ldy, epilogue};
   if (r0 >= r1 || p0 >= p1) return;
 #if ORCHID_HAVE_X86_SIMD
-  if (simd::HasAvx512Bf16()) return TilesBf16<true>(j, r0, r1, p0, p1);
-  if (simd::HasAvx512()) return TilesBf16<false>(j, r0, r1, p0, p1);
+  if (UseBf16Dot()) return TilesBf16Dot(j, r0, r1, p0, p1);
+  if (simd::HasAvx512()) return TilesBf16Widened(j, r0, r1, p0, p1);
   if (simd::HasAvx2Fma()) return TilesBf16Avx2(j, r0, r1, p0, p1);
 #endif
   TilesScalarBf16(j, r0, r1, p0, p1);
+}
+
+void SetBf16Kernel(Bf16Kernel kernel) {
+#if ORCHID_HAVE_X86_SIMD
+  bf16_kernel.store(int(kernel), std::memory_order_relaxed);
+#else
+  (void)kernel;
+#endif
+}
+
+bool Bf16DotInUse() {
+#if ORCHID_HAVE_X86_SIMD
+  return UseBf16Dot();
+#else
+  return false;
+#endif
 }
 
 void ConvertRowsBf16(const float* x, int ldx, int k, bf16* dst, int ld_dst, int r0, int r1) {

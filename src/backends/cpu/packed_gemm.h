@@ -56,11 +56,13 @@ inline void PackedGemm(const float* x, int m, int ldx, PanelView w, float alpha,
 //
 // The same panels holding bfloat16 (the top half of an fp32, rounded to nearest even), with
 // each pair of consecutive k interleaved: panel p is [ceil(k / 2)][16 columns][2], the operand
-// order of AVX512_BF16's vdpbf16ps, which multiplies pairs and accumulates in fp32 at twice
-// the fp32 FMA rate. x is converted to bfloat16 per call (ConvertRowsBf16), k padded to even
-// with a zero. Where the CPU lacks AVX512_BF16 the same numbers are multiplied with fp32 FMAs
-// (bfloat16 products are exact in fp32), slower but with the same stored weights. As with fp32,
-// each output sums over k in a fixed order whatever m is.
+// order of AVX512_BF16's vdpbf16ps, which multiplies pairs and accumulates in fp32 (two
+// multiply-adds a lane per instruction; how many a cycle depends on the core). x is converted to
+// bfloat16 per call (ConvertRowsBf16), k padded to even with a zero. Where the CPU lacks
+// AVX512_BF16, or its vdpbf16ps is slower than its FMAs (measured once per process), the same
+// numbers are multiplied with fp32 FMAs (bfloat16 products are exact in fp32) in vdpbf16ps's
+// order: the same sums, bit for bit. As with fp32, each output sums over k in a fixed order
+// whatever m is.
 
 using bf16 = uint16_t;
 
@@ -105,5 +107,12 @@ void ConvertRowsBf16(const float* x, int ldx, int k, bf16* dst, int ld_dst, int 
 // ConvertRowsBf16 wrote it (ldx even).
 void PackedGemmTilesBf16(const bf16* x, int ldx, Bf16PanelView w, const float* bias, float* y,
                          int ldy, Epilogue epilogue, int r0, int r1, int p0, int p1);
+
+// On a CPU with AVX512_BF16: whether PackedGemmTilesBf16 runs vdpbf16ps (kAuto: where a probe,
+// run once per process, finds it faster than fp32 FMAs) or the FMAs. Tests pin one or the other.
+enum class Bf16Kernel { kAuto, kDot, kFma };
+void SetBf16Kernel(Bf16Kernel kernel);
+// Whether PackedGemmTilesBf16 runs vdpbf16ps now (false without AVX512_BF16).
+bool Bf16DotInUse();
 
 }  // namespace orchid
