@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "backends/cpu/packed_gemm.h"
 #include "backends/cpu/vec_math.h"
 #include "runtime/cpu_engine.h"
 #if ORCHID_HAVE_CUDA
@@ -83,8 +84,8 @@ void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* f) {
       ->check(CLI::IsMember({"off", "lazy", "eager-capture-all"}));
   cmd->add_option("--dtype", f->dtype,
                   "CPU engine: float32 (default), or bfloat16 linear layers (weights and their "
-                  "inputs rounded to bfloat16, fp32 accumulation; about 2x faster where the CPU "
-                  "has AVX512_BF16). The CUDA engine runs bfloat16 only.")
+                  "inputs rounded to bfloat16, fp32 accumulation: half the weight memory, about "
+                  "float32's speed with AVX2 or AVX-512). The CUDA engine runs bfloat16 only.")
       ->check(CLI::IsMember({"float32", "bfloat16", "fp32", "bf16"}));
   cmd->add_option("--gemm", f->gemm,
                   "CPU engine, float32 products: packed (orchid's AVX2/AVX-512 kernel on "
@@ -237,14 +238,20 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
   } else if (flags.device == "cpu") {
     LoadOptions lo;
     lo.linear_weights = dtype;
-    if (lo.linear_weights == WeightType::kBfloat16 && !simd::HasAvx512Bf16()) {
-      spdlog::warn(
-          "--dtype bfloat16: this CPU has no AVX512_BF16; the linear layers widen "
-          "bfloat16 to fp32 ({}), which halves weight memory but is not faster than "
-          "--dtype float32",
-          simd::HasAvx512()    ? "AVX-512 FMAs"
-          : simd::HasAvx2Fma() ? "AVX2 FMAs"
-                               : "scalar code, much slower");
+    if (lo.linear_weights == WeightType::kBfloat16) {
+      // Bf16DotInUse() runs the once-per-process probe now rather than in the first request.
+      const char* how = simd::HasAvx512Bf16()
+                            ? (Bf16DotInUse() ? "AVX512_BF16's vdpbf16ps"
+                                              : "AVX-512 FMAs (this CPU's vdpbf16ps measured slower)")
+                        : simd::HasAvx512()  ? "AVX-512 FMAs"
+                        : simd::HasAvx2Fma() ? "AVX2 FMAs"
+                                             : nullptr;
+      if (how) {
+        spdlog::info("--dtype bfloat16: the linear layers multiply with {}", how);
+      } else {
+        spdlog::warn("--dtype bfloat16: this CPU has no AVX2; the linear layers run scalar code, "
+                     "much slower than --dtype float32");
+      }
     }
     auto model = LoadModel(dir, lo);
     if (!model.ok()) {
