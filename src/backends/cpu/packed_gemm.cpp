@@ -641,11 +641,10 @@ ORCHID_AVX512 void TilesBf16Widened(const Bf16Job& j, int r0, int r1, int p0, in
 // vdpbf16ps does two multiply-adds a lane where an FMA does one, but cores issue it at
 // different rates: on a 2-core Emerald Rapids VM (2026-12-03) 0.5 a cycle against the FMA's 2,
 // so there it has half the FMAs' multiply-add rate, and DistilBERT-base at 8 x 512 ran at 0.6x
-// float32's speed under --dtype bfloat16. The two paths give the same sums
-// bit for bit (CpuOpsTest.LinearBfloat16IsBitwiseTheSameOnEveryPath; only denormal inputs,
-// which vdpbf16ps reads as zero, could differ), so the faster one is taken, measured once per
-// process: 24 independent chains of each instruction, best of 3 alternating runs (~1.5 ms in
-// all there).
+// float32's speed under --dtype bfloat16. The two paths give the same sums bit for bit
+// (CpuOpsTest.LinearBfloat16IsBitwiseTheSameOnEveryPath; only denormal inputs, which vdpbf16ps
+// reads as zero, could differ), so the faster one is taken, measured once per process: 24
+// independent chains of each instruction, best of 3 alternating runs (~1.5 ms in all there).
 constexpr int kProbeChains = 24;
 constexpr long kProbeIters = 20000;
 
@@ -697,8 +696,9 @@ double DotOverFmaRate() {
   return dot / fma;
 }
 
-// The widened path costs ~10% beyond its FMAs (widening the weights): vdpbf16ps is taken when
-// its multiply-add rate is at least 1.15x the FMAs'.
+// The widened path spends issue slots beyond its FMAs on widening the weights (4 integer ops
+// beside 32 FMAs a pair in an 8 x 2 tile, on the same ports): vdpbf16ps is taken when its
+// multiply-add rate is at least 1.15x the FMAs'.
 bool Bf16DotIsFaster() {
   static const bool faster = DotOverFmaRate() >= 1.15;
   return faster;
