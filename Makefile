@@ -36,9 +36,12 @@ real-models: venv
 	@scripts/fetch-real-models.sh
 
 # Small random-weight XLM-R / Qwen3 / cross-encoder checkpoints for the model-family tests
-# (numpy only; their expected outputs are committed in tests/fixtures/models/reference).
+# (numpy only; their expected outputs are committed in tests/fixtures/models/reference), and the
+# directories that sentence-transformers / transformers releases saved from them for the
+# conformance tests (tests/fixtures/conformance: committed configs, weights rebuilt and checked).
 fixtures: model venv
 	@.venv/bin/python tests/fixtures/models/build.py models/fixtures
+	@.venv/bin/python tests/fixtures/conformance/cases.py models/fixtures models/conformance
 
 # A fresh tree is configured without the unit tests (what `make serve` needs); `make build`
 # turns them on, once, in a tree that has them off.
