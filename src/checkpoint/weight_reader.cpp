@@ -28,9 +28,20 @@ Result<Tensor> WeightReader::Read(const std::string& name, std::vector<int64_t> 
   return ReadChecked(file_, prefix_ + name, shape);
 }
 
+std::string WeightReader::Outer(const std::string& name) const {
+  // The prefix's leading parts, longest last: "new.gte." gives "", then "new.".
+  if (file_.Find(name) != nullptr) return "";
+  for (size_t dot = prefix_.find('.'); dot != std::string::npos && dot + 1 < prefix_.size();
+       dot = prefix_.find('.', dot + 1)) {
+    const std::string outer = prefix_.substr(0, dot + 1);
+    if (file_.Find(outer + name) != nullptr) return outer;
+  }
+  return "";
+}
+
 Result<Tensor> WeightReader::ReadUnprefixed(const std::string& name,
                                             std::vector<int64_t> shape) const {
-  return ReadChecked(file_, name, shape);
+  return ReadChecked(file_, Outer(name) + name, shape);
 }
 
 Status WeightReader::ReadNorm(const std::string& base, int64_t dim, Tensor* gamma,
@@ -43,7 +54,9 @@ Status WeightReader::ReadNorm(const std::string& base, int64_t dim, Tensor* gamm
 
 Status WeightReader::ReadNormUnprefixed(const std::string& base, int64_t dim, Tensor* gamma,
                                         Tensor* beta) const {
-  return WeightReader(file_, "").ReadNorm(base, dim, gamma, beta);
+  const std::string outer =
+      Outer(base + ".weight").empty() ? Outer(base + ".gamma") : Outer(base + ".weight");
+  return WeightReader(file_, outer).ReadNorm(base, dim, gamma, beta);
 }
 
 std::optional<std::string> FindWeightPrefix(const Checkpoint& file, const std::string& anchor) {

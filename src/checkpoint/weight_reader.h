@@ -23,16 +23,22 @@ class WeightReader {
 
   // Reads prefix+name as fp32 and checks its shape.
   Result<Tensor> Read(const std::string& name, std::vector<int64_t> shape) const;
-  // The same without the prefix (tensors outside the base model, e.g. a classifier head).
+  // A tensor outside the base model (a classifier head): `name` as it is, or under a leading
+  // part of the prefix that wraps the whole checkpoint (transformers 5 re-saves a NewModel GTE
+  // reranker as new.gte.* and new.classifier.*).
   Result<Tensor> ReadUnprefixed(const std::string& name, std::vector<int64_t> shape) const;
 
   // LayerNorm parameters: "weight"/"bias", or the older "gamma"/"beta".
   Status ReadNorm(const std::string& base, int64_t dim, Tensor* gamma, Tensor* beta) const;
-  // The same without the prefix.
+  // The same outside the base model (as ReadUnprefixed).
   Status ReadNormUnprefixed(const std::string& base, int64_t dim, Tensor* gamma,
                             Tensor* beta) const;
 
  private:
+  // "" when `name` exists as it is, else the shortest leading part of the prefix it exists
+  // under ("" again when none: the error then names `name` itself).
+  std::string Outer(const std::string& name) const;
+
   const Checkpoint& file_;
   std::string prefix_;
 };

@@ -263,8 +263,8 @@ int RunEmbed(EmbedOptions o) {
     (*writer)->Abandon();
     return serving.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
-  auto tokenizer = Tokenizer::FromFile(TokenizerPath(o.model));
-  auto prompts = ReadPromptConfig(o.model);
+  auto tokenizer = LoadModelTokenizer(o.model);
+  auto prompts = ReadEncodeConfig(o.model);
   if (!tokenizer.ok() || !prompts.ok()) {
     spdlog::error("{}",
                   !tokenizer.ok() ? tokenizer.status().ToString() : prompts.status().ToString());

@@ -169,7 +169,7 @@ int RunGateway(const GatewayCommandOptions& o) {
     }
   };
   for (FrontedModel& m : models) {
-    auto tokenizer = Tokenizer::FromFile(m.tokenizer_path);
+    auto tokenizer = LoadModelTokenizer(m.dir, m.tokenizer_path);
     if (!tokenizer.ok()) {
       spdlog::error("cannot load tokenizer: {}", tokenizer.status().ToString());
       shutdown_all();
@@ -233,6 +233,10 @@ int RunGateway(const GatewayCommandOptions& o) {
   }
   for (const FrontedModel& m : models) {
     const ModelInfo& info = m.pool->model_info();
+    if (!info.max_seq_length_source.empty()) {
+      spdlog::info("{}: maximum input length {} tokens ({})", m.name, info.max_seq_length,
+                   info.max_seq_length_source);
+    }
     spdlog::info(
         "orchid gateway for {} (dim {}, max {} tokens) on http://{} (port {}), {} replica(s)",
         m.name, info.output_dim(), info.max_seq_length, o.listen, gateway.port(),

@@ -79,7 +79,7 @@ int RunServe(const ServeOptions& o) {
       return serving.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
     }
     h->serving = std::move(*serving);
-    auto tokenizer = Tokenizer::FromFile(TokenizerPath(spec.dir));
+    auto tokenizer = LoadModelTokenizer(spec.dir);
     if (!tokenizer.ok()) {
       spdlog::error("cannot load tokenizer: {}", tokenizer.status().ToString());
       h->serving.scheduler->Shutdown();

@@ -179,7 +179,7 @@ Status ApplyHttpFrontFlags(const HttpFrontFlags& f, const std::string& model_dir
   o->auto_truncate = f.auto_truncate;
   o->cors_origins = f.cors_origins;
   if (!model_dir.empty()) {
-    ORCHID_ASSIGN_OR_RETURN(o->prompts, ReadPromptConfig(model_dir));
+    ORCHID_ASSIGN_OR_RETURN(o->prompts, ReadEncodeConfig(model_dir));
   }
   return Status::Ok();
 }
@@ -191,10 +191,21 @@ Result<GatewayModel> FrontModel(std::string name, const Tokenizer* tokenizer, Em
   m.tokenizer = tokenizer;
   m.backend = backend;
   if (!dir.empty()) {
-    ORCHID_ASSIGN_OR_RETURN(m.prompts, ReadPromptConfig(dir));
+    ORCHID_ASSIGN_OR_RETURN(m.prompts, ReadEncodeConfig(dir));
   }
   m.default_prompt = flags.default_prompt;
   return m;
+}
+
+Result<std::unique_ptr<Tokenizer>> LoadModelTokenizer(const std::string& dir,
+                                                      const std::string& path) {
+  TokenizerOptions options;
+  if (!dir.empty()) {
+    ORCHID_ASSIGN_OR_RETURN(SentenceTransformersConfig st, ReadSentenceTransformersConfig(dir));
+    options.lowercase = st.present && st.do_lower_case;
+    if (options.lowercase) spdlog::info("{}: texts are lowercased (do_lower_case)", dir);
+  }
+  return Tokenizer::FromFile(path.empty() ? TokenizerPath(dir) : path, options);
 }
 
 Result<ServingModel> LoadServingModel(const std::string& dir, const std::string& served_name,
@@ -273,9 +284,14 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
     // served with inputs capped at the batch budget rather than refused.
     spdlog::warn("{}: inputs are limited to --max-batch-tokens = {} tokens (the model accepts {})",
                  out.model.name, flags.max_batch_tokens, out.model.max_input_tokens);
+    info.max_seq_length_source = "--max-batch-tokens (the model takes " +
+                                 std::to_string(out.model.max_input_tokens) +
+                                 " tokens: " + info.max_seq_length_source + ")";
     out.model.max_input_tokens = flags.max_batch_tokens;
     info.max_seq_length = flags.max_batch_tokens;
   }
+  spdlog::info("{}: maximum input length {} tokens ({})", out.model.name,
+               out.model.max_input_tokens, info.max_seq_length_source);
   TokenBudgetSchedulerOptions so;
   so.max_batch_tokens = flags.max_batch_tokens;
   so.max_batch_sequences = flags.max_batch_sequences;

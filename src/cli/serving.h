@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "gateway/gateway.h"
 #include "rpc/convert.h"
+#include "tokenizer/tokenizer.h"
 #include "worker/token_budget_scheduler.h"
 
 namespace orchid::cli {
@@ -86,6 +87,11 @@ struct ServingModel {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<TokenBudgetScheduler> scheduler;
 };
+
+// The tokenizer of a model directory (dir/tokenizer.json, or `path` when given), as the model's
+// sentence-transformers files adjust it (sentence_bert_config.json do_lower_case).
+Result<std::unique_ptr<Tokenizer>> LoadModelTokenizer(const std::string& dir,
+                                                      const std::string& path = "");
 
 // Loads `dir`, checks the flags against the model (the batch budget must hold the longest
 // input), measures the batch-time target when --max-batch-time is auto (priority scheduling),

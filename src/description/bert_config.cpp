@@ -46,6 +46,12 @@ Result<BertConfig> ReadBertConfig(const std::string& path) {
         ORCHID_RETURN_IF_ERROR(
             f.Size("relative_attention_num_buckets", 1024, &c.relative_attention_num_buckets));
       }
+      // transformers' MPNet sorts relative positions into 32 buckets whatever this says (it only
+      // sizes the bias table), so a smaller table would be read past its end.
+      if (c.relative_attention_num_buckets < 32) {
+        return f.FieldError("relative_attention_num_buckets",
+                            "is below 32, the buckets transformers' MPNet looks up");
+      }
     } else if (f.Has("type_vocab_size")) {
       ORCHID_RETURN_IF_ERROR(f.Size("type_vocab_size", 1 << 16, &c.type_vocab_size));
     }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "description/json_file.h"
+#include "description/rope_config.h"
 
 namespace orchid {
 Result<DecoderConfig> ReadDecoderConfig(const std::string& path) {
@@ -42,44 +43,34 @@ Result<DecoderConfig> ReadDecoderConfig(const std::string& path) {
   c.rms_norm_eps = float(eps);
   ORCHID_ASSIGN_OR_RETURN(std::string type, f.String("model_type", "qwen3"));
   c.gemma = type == "gemma3_text";
-  // transformers < 5 writes "rope_theta" (+ "rope_scaling": null; Gemma 3 also
-  // "rope_local_base_freq"); 5.x writes "rope_parameters": {"rope_theta": .., "rope_type":
-  // "default"}, per layer type for Gemma 3 ({"full_attention": {..}, "sliding_attention": {..}}).
-  ORCHID_ASSIGN_OR_RETURN(c.rope_theta, f.Number("rope_theta", c.gemma ? 1000000.0 : 10000.0));
+  // Rotary embeddings: transformers < 5 writes "rope_theta" and "rope_scaling" (Gemma 3 also
+  // "rope_local_base_freq"); 5.x writes "rope_parameters": {"rope_theta", "rope_type", ...}, per
+  // layer type for Gemma 3 ({"full_attention": {..}, "sliding_attention": {..}}).
   ORCHID_ASSIGN_OR_RETURN(c.local_rope_theta, f.Number("rope_local_base_freq", 10000.0));
-  simdjson::dom::element rope;
-  if (!f.root()["rope_parameters"].get(rope) && !rope.is_null()) {
-    simdjson::dom::object params;
-    if (rope.get_object().get(params)) {
-      return f.FieldError("rope_parameters", "must be an object");
+  simdjson::dom::object params, full, sliding;
+  if (c.gemma && !f.root()["rope_parameters"].get_object().get(params) &&
+      !params["full_attention"].get_object().get(full)) {
+    ORCHID_ASSIGN_OR_RETURN(c.rope_theta, f.Number("rope_theta", 1000000.0));
+    ORCHID_RETURN_IF_ERROR(ReadRopeParameters(f, full, "rope_parameters.full_attention",
+                                              c.max_position_embeddings, &c.rope_theta));
+    if (!params["sliding_attention"].get_object().get(sliding)) {
+      ORCHID_RETURN_IF_ERROR(ReadRopeParameters(f, sliding, "rope_parameters.sliding_attention",
+                                                c.max_position_embeddings, &c.local_rope_theta));
     }
-    simdjson::dom::object full, local;
-    if (!params["full_attention"].get_object().get(full)) {
-      ORCHID_RETURN_IF_ERROR(
-          ReadRopeParameters(f, full, "rope_parameters.full_attention", &c.rope_theta));
-      if (!params["sliding_attention"].get_object().get(local)) {
-        ORCHID_RETURN_IF_ERROR(
-            ReadRopeParameters(f, local, "rope_parameters.sliding_attention", &c.local_rope_theta));
-      }
-    } else {
-      ORCHID_RETURN_IF_ERROR(ReadRopeParameters(f, params, "rope_parameters", &c.rope_theta));
+  } else {
+    ORCHID_RETURN_IF_ERROR(ReadRotary(f, c.gemma ? 1000000.0 : 10000.0, c.max_position_embeddings,
+                                      &c.rope_theta, &c.rope_scaling));
+    if (c.gemma && c.rope_scaling.type != RopeType::kDefault) {
+      return f.FieldError("rope_scaling",
+                          "is set; Gemma 3's scaled rotary embeddings are not supported");
     }
   }
   if (!(c.local_rope_theta > 1)) {
     return f.FieldError("rope_local_base_freq", "must be greater than 1");
   }
   if (!(c.rope_theta > 1)) return f.FieldError("rope_theta", "must be greater than 1");
-  simdjson::dom::element scaling;
-  if (!f.root()["rope_scaling"].get(scaling) && !scaling.is_null()) {
-    return f.FieldError("rope_scaling", "is set; scaled rotary embeddings are not supported");
-  }
-  // Qwen2/Qwen3: a window only on the layers past max_window_layers when use_sliding_window.
-  ORCHID_ASSIGN_OR_RETURN(bool sliding, f.Bool("use_sliding_window", false));
-  if (sliding) return f.FieldError("use_sliding_window", "is true; not supported");
-  if (type == "mistral") {
-    if (given("sliding_window")) {
-      ORCHID_RETURN_IF_ERROR(f.Size("sliding_window", 1 << 24, &c.sliding_window));
-    }
+  if (c.rope_scaling.type == RopeType::kDynamic && c.head_dim <= 2) {
+    return f.FieldError("head_dim", "must be above 2 for dynamic rotary scaling");
   }
   if (c.gemma) {
     ORCHID_ASSIGN_OR_RETURN(std::string act, f.String("hidden_activation", "gelu_pytorch_tanh"));
@@ -114,6 +105,9 @@ Result<DecoderConfig> ReadDecoderConfig(const std::string& path) {
   ORCHID_ASSIGN_OR_RETURN(bool bidirectional, f.Bool("use_bidirectional_attention", false));
   ORCHID_ASSIGN_OR_RETURN(bool is_causal, f.Bool("is_causal", true));
   c.causal = !bidirectional && is_causal;
+  // Sliding windows, in AttentionOptions' terms (causal: 0 <= i - j < window; bidirectional:
+  // |i - j| < window).
+  c.layer_window.assign(size_t(c.num_hidden_layers), 0);
   if (c.gemma) {
     // Local layers: layer_types, else all but every sliding_window_pattern-th layer.
     int window = 4096;
@@ -128,6 +122,32 @@ Result<DecoderConfig> ReadDecoderConfig(const std::string& path) {
     ORCHID_ASSIGN_OR_RETURN(c.layer_window,
                             ReadLayerWindows(f, c.num_hidden_layers, local,
                                              [pattern](int i) { return (i + 1) % pattern != 0; }));
+    return c;
+  }
+  // MistralConfig: sliding_window defaults to 4096, null turns it off; one mask for every layer.
+  // Qwen2Config / Qwen3Config: sliding_window (default 4096) only when use_sliding_window, on
+  // the layers from max_window_layers (default 28) on, unless layer_types names them.
+  const bool mistral = type == "mistral";
+  const bool qwen = type == "qwen2" || type == "qwen3";
+  ORCHID_ASSIGN_OR_RETURN(bool use_window, f.Bool("use_sliding_window", false));
+  if (mistral || (qwen && use_window)) {
+    int window = f.Has("sliding_window") ? 0 : 4096;
+    if (given("sliding_window")) ORCHID_RETURN_IF_ERROR(f.Size("sliding_window", 1 << 24, &window));
+    int first = 28;
+    if (given("max_window_layers")) {
+      ORCHID_ASSIGN_OR_RETURN(int64_t m, f.Int("max_window_layers"));
+      if (m < 0 || m > 1 << 20) return f.FieldError("max_window_layers", "is out of range");
+      first = int(m);
+    }
+    // transformers' bidirectional sliding mask is |i - j| <= W: W + 1 in our terms.
+    const int w = window == 0 ? 0 : (c.causal ? window : window + 1);
+    if (w > 0 && mistral) {
+      c.layer_window.assign(size_t(c.num_hidden_layers), w);
+    } else if (w > 0) {
+      ORCHID_ASSIGN_OR_RETURN(
+          c.layer_window,
+          ReadLayerWindows(f, c.num_hidden_layers, w, [first](int i) { return i >= first; }));
+    }
   }
   return c;
 }

@@ -6,6 +6,55 @@
 #include <filesystem>
 
 namespace orchid {
+namespace {
+
+// transformers writes an unset tokenizer model_max_length as the integer
+// 1000000000000000019884624838656 (int(1e30)), which simdjson cannot hold as an integer: every
+// integer literal of more than 18 digits outside strings gets ".0" and so reads as a double.
+// Returns false when there is none (the parse error stands).
+bool WidenBigIntegers(const simdjson::padded_string& in, std::string* out) {
+  const std::string_view s(in.data(), in.size());
+  out->clear();
+  out->reserve(s.size() + 16);
+  bool in_string = false, changed = false;
+  for (size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    if (in_string) {
+      out->push_back(c);
+      if (c == '\\' && i + 1 < s.size()) {
+        out->push_back(s[i + 1]);
+        i += 2;
+        continue;
+      }
+      if (c == '"') in_string = false;
+      ++i;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out->push_back(c);
+      ++i;
+      continue;
+    }
+    if (c >= '0' && c <= '9') {
+      size_t j = i;
+      while (j < s.size() && s[j] >= '0' && s[j] <= '9') ++j;
+      out->append(s.substr(i, j - i));
+      const bool fraction = j < s.size() && (s[j] == '.' || s[j] == 'e' || s[j] == 'E');
+      if (j - i > 18 && !fraction) {
+        out->append(".0");
+        changed = true;
+      }
+      i = j;
+      continue;
+    }
+    out->push_back(c);
+    ++i;
+  }
+  return changed;
+}
+
+}  // namespace
 
 Result<JsonFile> JsonFile::Read(const std::string& path, bool require_object) {
   std::error_code ec;
@@ -20,7 +69,11 @@ Result<JsonFile> JsonFile::Read(const std::string& path, bool require_object) {
     return Status::IoError(path + ": cannot read: " + simdjson::error_message(err));
   }
   if (auto err = f.parser_->parse(text).get(f.root_)) {
-    return Status::Corrupt(path + ": not valid JSON: " + simdjson::error_message(err));
+    std::string widened;
+    if (err != simdjson::NUMBER_ERROR || !WidenBigIntegers(text, &widened) ||
+        f.parser_->parse(widened).get(f.root_)) {
+      return Status::Corrupt(path + ": not valid JSON: " + simdjson::error_message(err));
+    }
   }
   if (require_object && !f.root_.is_object()) {
     return Status::Corrupt(path + ": not a JSON object");
@@ -150,30 +203,6 @@ Status ReadClassifierLabels(const JsonFile& f, int* num_labels, std::vector<std:
   }
   ORCHID_ASSIGN_OR_RETURN(std::string problem, f.String("problem_type", ""));
   *multi_label = problem == "multi_label_classification";
-  return Status::Ok();
-}
-
-Status ReadRopeParameters(const JsonFile& f, simdjson::dom::object params, const std::string& field,
-                          double* theta) {
-  std::string_view kind = "default";
-  simdjson::dom::element t;
-  if (!params["rope_type"].get(t) && !t.is_null() && t.get_string().get(kind)) {
-    return f.FieldError(field + ".rope_type", "must be a string");
-  }
-  if (kind != "default") {
-    return f.FieldError(
-        field + ".rope_type",
-        fmt::format("is \"{}\"; only \"default\" rotary embeddings are supported", kind));
-  }
-  if (!params["rope_theta"].get(t) && !t.is_null()) {
-    double v = 0;
-    if (t.get_double().get(v)) {
-      int64_t i = 0;
-      if (t.get_int64().get(i)) return f.FieldError(field + ".rope_theta", "must be a number");
-      v = double(i);
-    }
-    *theta = v;
-  }
   return Status::Ok();
 }
 

@@ -57,11 +57,6 @@ class JsonFile {
 Status ReadClassifierLabels(const JsonFile& f, int* num_labels, std::vector<std::string>* names,
                             bool* multi_label);
 
-// One rotary-embedding parameter object of config.json ({"rope_type": "default", "rope_theta":
-// x}, `field` naming it in errors): *theta set where it has one; other rope types are errors.
-Status ReadRopeParameters(const JsonFile& f, simdjson::dom::object params, const std::string& field,
-                          double* theta);
-
 // Per layer, `window` for a "sliding_attention" layer and 0 for a "full_attention" one, from
 // config.json's layer_types; without it, local(i) says whether layer i is a sliding one.
 Result<std::vector<int>> ReadLayerWindows(const JsonFile& f, int layers, int window,

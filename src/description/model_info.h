@@ -58,6 +58,9 @@ struct ModelInfo {
   // family adds (XLM-R numbers positions from padding_idx + 1).
   int max_position_embeddings = 0;
   int max_seq_length = 0;  // the longest input the model accepts (sentence-transformers)
+  // Where max_seq_length comes from: the file and field, or the flag that capped it (/info and
+  // the start-up log say it; ResolveMaxInputLength's rules).
+  std::string max_seq_length_source;
   Pooling default_pooling = Pooling::kMean;
   bool default_normalize = false;  // sentence-transformers' 2_Normalize module present
   bool causal = false;             // decoder attention (each token sees only earlier ones)

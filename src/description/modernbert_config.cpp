@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "description/json_file.h"
+#include "description/rope_config.h"
 
 namespace orchid {
 
@@ -43,8 +44,8 @@ Result<ModernBertConfig> ReadModernBertConfig(const std::string& path) {
                                      std::pair{"sliding_attention", &c.local_rope_theta}}) {
       simdjson::dom::object params;
       if (rope[key].get_object().get(params)) continue;
-      ORCHID_RETURN_IF_ERROR(
-          ReadRopeParameters(f, params, std::string("rope_parameters.") + key, theta));
+      ORCHID_RETURN_IF_ERROR(ReadRopeParameters(f, params, std::string("rope_parameters.") + key,
+                                                c.max_position_embeddings, theta));
     }
   }
   if (!(c.global_rope_theta > 1) || !(c.local_rope_theta > 1)) {

@@ -104,20 +104,6 @@ Architecture Classify(const std::string& arch, const std::string& model_type) {
   return {};
 }
 
-// config.json's "sentence_transformers": {"activation_fn": "torch.nn.modules.linear.Identity"}
-// (how sentence-transformers' CrossEncoder records a raw-logit model); sigmoid otherwise.
-Result<ScoreActivation> ReadScoreActivation(const JsonFile& config) {
-  simdjson::dom::element st;
-  if (config.root()["sentence_transformers"].get(st)) return ScoreActivation::kSigmoid;
-  std::string_view fn;
-  if (st["activation_fn"].get_string().get(fn)) return ScoreActivation::kSigmoid;
-  if (fn.find("Identity") != std::string_view::npos) return ScoreActivation::kIdentity;
-  if (fn.find("Sigmoid") != std::string_view::npos) return ScoreActivation::kSigmoid;
-  return config.FieldError(
-      "sentence_transformers.activation_fn",
-      "is \"" + std::string(fn) + "\"; only Sigmoid and Identity are supported");
-}
-
 // The id of `token` in tokenizer.json: an added token's id, else model.vocab[token].
 Result<int32_t> VocabId(const std::string& tokenizer_path, const std::string& token) {
   ORCHID_ASSIGN_OR_RETURN(JsonFile tok, JsonFile::Read(tokenizer_path));
@@ -150,16 +136,27 @@ Status CheckWordEmbeddingDimension(const ModelSpec& spec, const SentenceTransfor
                          std::to_string(spec.info.hidden_size) + ")");
 }
 
-int MaxSeqLength(const SentenceTransformersConfig& st, int usable_positions) {
-  return st.max_seq_length > 0 && st.max_seq_length < usable_positions ? st.max_seq_length
-                                                                       : usable_positions;
+// info.max_seq_length and its source by ResolveMaxInputLength, from config.json's raw
+// max_position_embeddings. Families with rotary positions only (no learned table) take an
+// explicit sentence-transformers limit beyond it, as transformers runs them.
+Status SetMaxInputLength(const SentenceTransformersConfig& st, int config_max_positions,
+                         bool rotary, ModelSpec* spec) {
+  ModelInfo& info = spec->info;
+  if (rotary && st.present && st.max_seq_length > info.max_position_embeddings) {
+    info.max_position_embeddings = st.max_seq_length;
+  }
+  ORCHID_ASSIGN_OR_RETURN(
+      MaxInputLength limit,
+      ResolveMaxInputLength(spec->dir, st, config_max_positions, info.max_position_embeddings));
+  info.max_seq_length = limit.tokens;
+  info.max_seq_length_source = std::move(limit.source);
+  return Status::Ok();
 }
 
 // A cross-encoder / classifier head: a scorer with the config's labels, the pooling its head
-// reads, no normalisation, and config.json's activation.
-Status DescribeScorer(const JsonFile& config, HeadKind head, int num_labels,
-                      const std::vector<std::string>& labels, bool multi_label, Pooling pooling,
-                      ModelSpec* spec) {
+// reads, no normalisation, and the activation sentence-transformers' CrossEncoder applies.
+Status DescribeScorer(HeadKind head, int num_labels, const std::vector<std::string>& labels,
+                      bool multi_label, Pooling pooling, ModelSpec* spec) {
   spec->head = head;
   ModelInfo& info = spec->info;
   info.task = ModelTask::kScore;
@@ -168,7 +165,7 @@ Status DescribeScorer(const JsonFile& config, HeadKind head, int num_labels,
   info.multi_label = multi_label;
   info.default_pooling = pooling;
   info.default_normalize = false;
-  ORCHID_ASSIGN_OR_RETURN(info.score_activation, ReadScoreActivation(config));
+  ORCHID_ASSIGN_OR_RETURN(info.score_activation, ReadCrossEncoderActivation(spec->dir, num_labels));
   return Status::Ok();
 }
 
@@ -190,7 +187,8 @@ Status DescribeBert(const Architecture& kind, const JsonFile& config,
   // The engine checks positions against this: the offset uses up the first positions.
   info.max_position_embeddings = bert.max_position_embeddings - bert.position_offset;
   ORCHID_RETURN_IF_ERROR(CheckWordEmbeddingDimension(*spec, st));
-  info.max_seq_length = MaxSeqLength(st, info.max_position_embeddings);
+  ORCHID_RETURN_IF_ERROR(
+      SetMaxInputLength(st, bert.max_position_embeddings, /*rotary=*/false, spec));
   if (kind.classifier) {
     HeadKind head = HeadKind::kBertPooler;
     bert.head = BertConfig::Head::kBertPooler;
@@ -201,8 +199,8 @@ Status DescribeBert(const Architecture& kind, const JsonFile& config,
       head = HeadKind::kDistilBertClassifier;
       bert.head = BertConfig::Head::kDistilBertClassifier;
     }
-    return DescribeScorer(config, head, bert.num_labels, bert.labels, bert.multi_label,
-                          Pooling::kCls, spec);
+    return DescribeScorer(head, bert.num_labels, bert.labels, bert.multi_label, Pooling::kCls,
+                          spec);
   }
   return Status::Ok();
 }
@@ -215,12 +213,7 @@ Status DescribeDecoder(const Architecture& kind, const std::string& model_type,
   info.vocab_size = qwen.vocab_size;
   info.type_vocab_size = 1;
   info.hidden_size = qwen.hidden_size;
-  // Mistral's sliding window: no longer input than the window, so that it never cuts (every
-  // token then sees all the earlier ones, as without a window).
-  info.max_position_embeddings =
-      qwen.sliding_window > 0 && qwen.sliding_window < qwen.max_position_embeddings
-          ? qwen.sliding_window
-          : qwen.max_position_embeddings;
+  info.max_position_embeddings = qwen.max_position_embeddings;
   info.causal = qwen.causal;
   ORCHID_RETURN_IF_ERROR(CheckWordEmbeddingDimension(*spec, st));
   // Without sentence-transformers files a decoder pools its last token (the only one that
@@ -230,7 +223,8 @@ Status DescribeDecoder(const Architecture& kind, const std::string& model_type,
   if (model_type == "bidirectional_pplx_qwen3" || info.architecture == "PPLXQwen3Model") {
     info.native_quantization = NativeQuantization::kTanhInt8;
   }
-  info.max_seq_length = MaxSeqLength(st, info.max_position_embeddings);
+  ORCHID_RETURN_IF_ERROR(
+      SetMaxInputLength(st, qwen.max_position_embeddings, /*rotary=*/true, spec));
   // Qwen3-Reranker is a bare Qwen3ForCausalLM checkpoint (no sentence-transformers modules);
   // Qwen3-Embedding carries modules.json with last-token pooling.
   if (kind.causal_lm && !st.present && model_type == "qwen3") {
@@ -254,8 +248,8 @@ Status DescribeDecoder(const Architecture& kind, const std::string& model_type,
   return Status::Ok();
 }
 
-Status DescribeModernBert(const Architecture& kind, const JsonFile& config,
-                          const SentenceTransformersConfig& st, ModelSpec* spec) {
+Status DescribeModernBert(const Architecture& kind, const SentenceTransformersConfig& st,
+                          ModelSpec* spec) {
   ORCHID_ASSIGN_OR_RETURN(spec->modernbert, ReadModernBertConfig(spec->config_path));
   const ModernBertConfig& c = spec->modernbert;
   ModelInfo& info = spec->info;
@@ -264,16 +258,16 @@ Status DescribeModernBert(const Architecture& kind, const JsonFile& config,
   info.hidden_size = c.hidden_size;
   info.max_position_embeddings = c.max_position_embeddings;
   ORCHID_RETURN_IF_ERROR(CheckWordEmbeddingDimension(*spec, st));
-  info.max_seq_length = MaxSeqLength(st, info.max_position_embeddings);
+  ORCHID_RETURN_IF_ERROR(SetMaxInputLength(st, c.max_position_embeddings, /*rotary=*/true, spec));
   if (kind.classifier) {
-    return DescribeScorer(config, HeadKind::kModernBertHead, c.num_labels, c.labels,
-                          c.multi_label, c.classifier_pooling, spec);
+    return DescribeScorer(HeadKind::kModernBertHead, c.num_labels, c.labels, c.multi_label,
+                          c.classifier_pooling, spec);
   }
   return Status::Ok();
 }
 
-Status DescribeRopeEncoder(const Architecture& kind, const JsonFile& config,
-                           const SentenceTransformersConfig& st, ModelSpec* spec) {
+Status DescribeRopeEncoder(const Architecture& kind, const SentenceTransformersConfig& st,
+                           ModelSpec* spec) {
   ORCHID_ASSIGN_OR_RETURN(spec->rope_encoder,
                           ReadRopeEncoderConfig(spec->config_path, kind.rope_variant));
   const RopeEncoderConfig& c = spec->rope_encoder;
@@ -283,16 +277,16 @@ Status DescribeRopeEncoder(const Architecture& kind, const JsonFile& config,
   info.hidden_size = c.hidden_size;
   info.max_position_embeddings = c.max_position_embeddings;
   ORCHID_RETURN_IF_ERROR(CheckWordEmbeddingDimension(*spec, st));
-  info.max_seq_length = MaxSeqLength(st, info.max_position_embeddings);
+  ORCHID_RETURN_IF_ERROR(SetMaxInputLength(st, c.max_position_embeddings, /*rotary=*/true, spec));
   if (kind.classifier) {
-    return DescribeScorer(config, HeadKind::kBertPooler, c.num_labels, c.labels, c.multi_label,
+    return DescribeScorer(HeadKind::kBertPooler, c.num_labels, c.labels, c.multi_label,
                           Pooling::kCls, spec);
   }
   return Status::Ok();
 }
 
-Status DescribeDeberta(const Architecture& kind, const JsonFile& config,
-                       const SentenceTransformersConfig& st, ModelSpec* spec) {
+Status DescribeDeberta(const Architecture& kind, const SentenceTransformersConfig& st,
+                       ModelSpec* spec) {
   ORCHID_ASSIGN_OR_RETURN(spec->deberta, ReadDebertaConfig(spec->config_path));
   const DebertaConfig& c = spec->deberta;
   ModelInfo& info = spec->info;
@@ -301,9 +295,9 @@ Status DescribeDeberta(const Architecture& kind, const JsonFile& config,
   info.hidden_size = c.hidden_size;
   info.max_position_embeddings = c.max_position_embeddings;
   ORCHID_RETURN_IF_ERROR(CheckWordEmbeddingDimension(*spec, st));
-  info.max_seq_length = MaxSeqLength(st, info.max_position_embeddings);
+  ORCHID_RETURN_IF_ERROR(SetMaxInputLength(st, c.max_position_embeddings, /*rotary=*/false, spec));
   if (kind.classifier) {
-    return DescribeScorer(config, HeadKind::kDebertaPooler, c.num_labels, c.labels, c.multi_label,
+    return DescribeScorer(HeadKind::kDebertaPooler, c.num_labels, c.labels, c.multi_label,
                           Pooling::kCls, spec);
   }
   return Status::Ok();
@@ -362,11 +356,11 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
   if (kind.family == FamilyKind::kDecoder) {
     ORCHID_RETURN_IF_ERROR(DescribeDecoder(kind, model_type, st, &spec));
   } else if (kind.family == FamilyKind::kModernBert) {
-    ORCHID_RETURN_IF_ERROR(DescribeModernBert(kind, config, st, &spec));
+    ORCHID_RETURN_IF_ERROR(DescribeModernBert(kind, st, &spec));
   } else if (kind.family == FamilyKind::kRopeEncoder) {
-    ORCHID_RETURN_IF_ERROR(DescribeRopeEncoder(kind, config, st, &spec));
+    ORCHID_RETURN_IF_ERROR(DescribeRopeEncoder(kind, st, &spec));
   } else if (kind.family == FamilyKind::kDeberta) {
-    ORCHID_RETURN_IF_ERROR(DescribeDeberta(kind, config, st, &spec));
+    ORCHID_RETURN_IF_ERROR(DescribeDeberta(kind, st, &spec));
   } else {
     ORCHID_RETURN_IF_ERROR(DescribeBert(kind, config, st, &spec));
   }
@@ -435,6 +429,19 @@ Status CheckBackend(const ModelSpec& spec, BackendKind backend) {
   }
   if (spec.family == FamilyKind::kDecoder && spec.decoder.gemma) {
     return refuse("Gemma 3's GeGLU, sliding-window attention and sublayer norms");
+  }
+  if (spec.family == FamilyKind::kDecoder) {
+    if (spec.decoder.rope_scaling.type != RopeType::kDefault) {
+      return refuse(std::string("its rotary kernel has no ") +
+                    RopeTypeName(spec.decoder.rope_scaling.type) + " scaling");
+    }
+    for (int w : spec.decoder.layer_window) {
+      // (the family drops windows that cannot cut an input of max_seq_length tokens)
+      if (w > 0 && w < spec.info.max_seq_length) {
+        return refuse("its attention kernel has no sliding window (" + std::to_string(w) +
+                      " tokens, inputs up to " + std::to_string(spec.info.max_seq_length) + ")");
+      }
+    }
   }
   if (spec.family == FamilyKind::kBert && spec.bert.layout == BertConfig::Layout::kMpnet) {
     return refuse("its attention kernel has no relative position bias (MPNet)");

@@ -6,6 +6,7 @@
 #include <initializer_list>
 
 #include "description/json_file.h"
+#include "description/rope_config.h"
 
 namespace orchid {
 namespace {
@@ -34,7 +35,7 @@ Status Require(const JsonFile& f, const char* field, bool want, const char* why)
 Status ReadRopeParametersField(const JsonFile& f, double* theta) {
   simdjson::dom::object rope;
   if (f.root()["rope_parameters"].get_object().get(rope)) return Status::Ok();
-  return ReadRopeParameters(f, rope, "rope_parameters", theta);
+  return ReadRopeParameters(f, rope, "rope_parameters", 0, theta);
 }
 
 Result<Gate> GateOf(const JsonFile& f, const char* field, const std::string& act) {

@@ -1,6 +1,9 @@
 #include "description/sentence_transformers.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <optional>
 
 #include "description/json_file.h"
 #include "description/model_files.h"
@@ -102,7 +105,162 @@ Result<DenseModule> ReadDenseConfig(const std::string& dir) {
   return d;
 }
 
+// An optional positive integer limit (null: none): *out, or an error naming the field.
+Status LimitField(const JsonFile& f, simdjson::dom::element e, const std::string& field, int* out) {
+  if (e.is_null()) return Status::Ok();
+  int64_t v = 0;
+  if (e.get_int64().get(v) || v <= 0) return f.FieldError(field, "must be a positive integer");
+  *out = int(std::min<int64_t>(v, 1 << 30));
+  return Status::Ok();
+}
+
+// The Transformer module's config in its folder: sentence-transformers reads the first of these
+// that exists (Transformer.load; the legacy names come from sentence-transformers 0.x).
+Status ReadTransformerConfig(const std::string& folder, SentenceTransformersConfig* c) {
+  static const char* const kNames[] = {
+      "sentence_bert_config.json",       "sentence_roberta_config.json",
+      "sentence_distilbert_config.json", "sentence_camembert_config.json",
+      "sentence_albert_config.json",     "sentence_xlm-roberta_config.json",
+      "sentence_xlnet_config.json"};
+  std::error_code ec;
+  for (const char* name : kNames) {
+    const std::string path = folder + "/" + name;
+    if (!std::filesystem::exists(path, ec)) continue;
+    ORCHID_ASSIGN_OR_RETURN(JsonFile f, JsonFile::Read(path));
+    ORCHID_ASSIGN_OR_RETURN(c->do_lower_case, f.Bool("do_lower_case", false));
+    // 6.3 passes processor_kwargs (tokenizer_args before 6.0) to the tokenizer, whose
+    // model_max_length then wins over max_seq_length; otherwise max_seq_length becomes it.
+    for (const char* args : {"processor_kwargs", "tokenizer_args"}) {
+      simdjson::dom::element e;
+      if (f.root()[args]["model_max_length"].get(e)) continue;
+      ORCHID_RETURN_IF_ERROR(
+          LimitField(f, e, std::string(args) + ".model_max_length", &c->max_seq_length));
+      if (c->max_seq_length > 0) {
+        c->max_seq_length_source = std::string(name) + " " + args + ".model_max_length";
+        return Status::Ok();
+      }
+    }
+    simdjson::dom::element e;
+    if (!f.root()["max_seq_length"].get(e)) {
+      ORCHID_RETURN_IF_ERROR(LimitField(f, e, "max_seq_length", &c->max_seq_length));
+      if (c->max_seq_length > 0) c->max_seq_length_source = std::string(name) + " max_seq_length";
+    }
+    return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+// "torch.nn.modules.activation.Sigmoid" and the like, as sentence-transformers writes them.
+Result<std::optional<ScoreActivation>> ActivationNamed(const JsonFile& f, const std::string& field,
+                                                       simdjson::dom::element e) {
+  std::string_view fn;
+  if (e.is_null()) return std::optional<ScoreActivation>();
+  if (e.get_string().get(fn)) return f.FieldError(field, "must be a string");
+  // CrossEncoder loads only torch's own classes without trust_remote_code (it warns and keeps
+  // its default otherwise).
+  if (fn.substr(0, 6) != "torch.") return std::optional<ScoreActivation>();
+  if (EndsWith(fn, ".Identity")) return std::optional<ScoreActivation>(ScoreActivation::kIdentity);
+  if (EndsWith(fn, ".Sigmoid")) return std::optional<ScoreActivation>(ScoreActivation::kSigmoid);
+  return f.FieldError(field,
+                      "is \"" + std::string(fn) + "\"; only Sigmoid and Identity are supported");
+}
+
 }  // namespace
+
+Result<MaxInputLength> ResolveMaxInputLength(const std::string& dir,
+                                             const SentenceTransformersConfig& st,
+                                             int config_max_positions, int usable_positions) {
+  MaxInputLength out;
+  if (st.present && st.max_seq_length > 0) {
+    out = {st.max_seq_length, st.max_seq_length_source};
+  } else {
+    // transformers: model_max_length absent or null is VERY_LARGE_INTEGER (1e30).
+    double model_max = 1e30;
+    bool given = false;
+    Result<JsonFile> tc = JsonFile::Read(dir + "/tokenizer_config.json");
+    if (!tc.ok() && tc.status().code() != StatusCode::kNotFound) return tc.status();
+    if (tc.ok()) {
+      ORCHID_ASSIGN_OR_RETURN(model_max, tc->Number("model_max_length", 1e30));
+      if (!(model_max > 0)) return tc->FieldError("model_max_length", "must be positive");
+      given = model_max <= 1e20;
+    }
+    if (config_max_positions > 0 && model_max > config_max_positions) {
+      out = {config_max_positions,
+             std::string("config.json max_position_embeddings") +
+                 (given ? " (below tokenizer_config.json model_max_length)"
+                        : " (tokenizer_config.json sets no model_max_length)")};
+    } else if (given) {
+      out = {int(model_max), "tokenizer_config.json model_max_length"};
+    } else {
+      out = {usable_positions, "the model's positions (no file sets a limit)"};
+    }
+  }
+  if (out.tokens > usable_positions) {
+    out.source +=
+        ", capped at the " + std::to_string(usable_positions) + " positions the model embeds";
+    out.tokens = usable_positions;
+  }
+  return out;
+}
+
+Result<ScoreActivation> ReadCrossEncoderActivation(const std::string& dir, int num_labels) {
+  simdjson::dom::element e;
+  Result<JsonFile> st = JsonFile::Read(dir + "/config_sentence_transformers.json");
+  if (!st.ok() && st.status().code() != StatusCode::kNotFound) return st.status();
+  if (st.ok() && !st->root()["activation_fn"].get(e)) {
+    ORCHID_ASSIGN_OR_RETURN(auto a, ActivationNamed(*st, "activation_fn", e));
+    if (a) return *a;
+  }
+  ORCHID_ASSIGN_OR_RETURN(JsonFile config, JsonFile::Read(dir + "/config.json"));
+  if (!config.root()["sentence_transformers"]["activation_fn"].get(e)) {
+    ORCHID_ASSIGN_OR_RETURN(auto a,
+                            ActivationNamed(config, "sentence_transformers.activation_fn", e));
+    if (a) return *a;
+  }
+  if (!config.root()["sbert_ce_default_activation_function"].get(e)) {
+    ORCHID_ASSIGN_OR_RETURN(auto a,
+                            ActivationNamed(config, "sbert_ce_default_activation_function", e));
+    if (a) return *a;
+  }
+  return num_labels == 1 ? ScoreActivation::kSigmoid : ScoreActivation::kIdentity;
+}
+
+const char* SimilarityName(SimilarityFunction f) {
+  switch (f) {
+    case SimilarityFunction::kCosine:
+      return "cosine";
+    case SimilarityFunction::kDot:
+      return "dot";
+    case SimilarityFunction::kEuclidean:
+      return "euclidean";
+    case SimilarityFunction::kManhattan:
+      return "manhattan";
+  }
+  return "?";
+}
+
+double Similarity(SimilarityFunction f, const float* a, const float* b, int n) {
+  double dot = 0, aa = 0, bb = 0, l1 = 0, l2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const double x = a[i], y = b[i];
+    dot += x * y;
+    aa += x * x;
+    bb += y * y;
+    l1 += std::abs(x - y);
+    l2 += (x - y) * (x - y);
+  }
+  switch (f) {
+    case SimilarityFunction::kCosine:  // F.normalize(eps=1e-12) on each, then the dot product
+      return dot / (std::max(std::sqrt(aa), 1e-12) * std::max(std::sqrt(bb), 1e-12));
+    case SimilarityFunction::kDot:
+      return dot;
+    case SimilarityFunction::kEuclidean:  // -torch.cdist(p=2)
+      return -std::sqrt(l2);
+    case SimilarityFunction::kManhattan:  // -torch.cdist(p=1)
+      return -l1;
+  }
+  return 0;
+}
 
 Result<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::string& dir) {
   SentenceTransformersConfig c;
@@ -116,6 +274,7 @@ Result<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::str
     return Status::Corrupt(modules_path + ": expected a JSON array of modules");
   }
   bool have_pooling = false;
+  std::string transformer_path;  // the Transformer module's folder ("": the model's own)
   size_t i = 0;
   for (simdjson::dom::element m : arr) {
     const std::string where = modules_path + ": module " + std::to_string(i++);
@@ -123,7 +282,13 @@ Result<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::str
     if (m["type"].get_string().get(type)) return Status::Corrupt(where + ": missing \"type\"");
     if (m["path"].get_string().get(path)) path = "";
     // A sparse encoder's MLMTransformer is the transformer with its masked-LM head.
-    if (EndsWith(type, ".Transformer") || EndsWith(type, ".MLMTransformer")) continue;
+    if (EndsWith(type, ".Transformer") || EndsWith(type, ".MLMTransformer")) {
+      if (path.find("..") != std::string_view::npos || (!path.empty() && path.front() == '/')) {
+        return Status::Corrupt(where + ": bad Transformer \"path\" \"" + std::string(path) + "\"");
+      }
+      transformer_path = std::string(path);
+      continue;
+    }
     if (EndsWith(type, ".SpladePooling")) {
       if (have_pooling) return Status::Corrupt(where + ": a second pooling module");
       have_pooling = true;
@@ -181,18 +346,13 @@ Result<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::str
     return Status::Corrupt(where + ": module type \"" + std::string(type) + "\" is not supported");
   }
 
-  const std::string sbert_path = dir + "/sentence_bert_config.json";
-  if (std::filesystem::exists(sbert_path, ec)) {
-    ORCHID_ASSIGN_OR_RETURN(JsonFile f, JsonFile::Read(sbert_path));
-    ORCHID_ASSIGN_OR_RETURN(int64_t len, f.Int("max_seq_length", 0));
-    if (len < 0 || len > (1 << 20)) return f.FieldError("max_seq_length", "is out of range");
-    c.max_seq_length = int(len);
-  }
+  ORCHID_RETURN_IF_ERROR(
+      ReadTransformerConfig(transformer_path.empty() ? dir : dir + "/" + transformer_path, &c));
   return c;
 }
 
-Result<PromptConfig> ReadPromptConfig(const std::string& dir) {
-  PromptConfig out;
+Result<EncodeConfig> ReadEncodeConfig(const std::string& dir) {
+  EncodeConfig out;
   Result<JsonFile> f = JsonFile::Read(dir + "/config_sentence_transformers.json");
   if (!f.ok()) {
     if (f.status().code() == StatusCode::kNotFound) return out;
@@ -213,6 +373,15 @@ Result<PromptConfig> ReadPromptConfig(const std::string& dir) {
   if (!out.default_prompt_name.empty() && out.prompts.count(out.default_prompt_name) == 0) {
     return f->FieldError("default_prompt_name", "names no prompt in \"prompts\"");
   }
+  ORCHID_ASSIGN_OR_RETURN(std::string similarity, f->String("similarity_fn_name", "cosine"));
+  for (SimilarityFunction s : {SimilarityFunction::kCosine, SimilarityFunction::kDot,
+                               SimilarityFunction::kEuclidean, SimilarityFunction::kManhattan}) {
+    if (similarity == SimilarityName(s)) {
+      out.similarity = s;
+      return out;
+    }
+  }
+  // sentence-transformers 6.3 keeps its default for a name it does not support (3.x-5.x raised).
   return out;
 }
 

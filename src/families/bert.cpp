@@ -145,7 +145,10 @@ Status Bert::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b
     const int64_t buckets = c_.relative_attention_num_buckets;
     ORCHID_ASSIGN_OR_RETURN(t, r.Read("encoder.relative_attention_bias.weight", {buckets, heads}));
     ORCHID_ASSIGN_OR_RETURN(attention_.relative_bias, b.AddTable(std::move(t)));
-    attention_.relative_max_distance = 128;  // MPNetEncoder.relative_position_bucket's default
+    // MPNetEncoder.compute_position_bias calls relative_position_bucket with its defaults (32
+    // buckets, max_distance 128); the config's bucket count only sizes the table.
+    attention_.relative_num_buckets = 32;
+    attention_.relative_max_distance = 128;
   }
 
   layers_.resize(size_t(c_.num_hidden_layers));

@@ -6,10 +6,12 @@
 //   per layer:  x = RMSNorm(h)
 //               q, k, v = x Wq^T, x Wk^T, x Wv^T      (+ biases where the config has them; k, v
 //                                                       with num_kv_heads heads)
-//               q, k = RoPE(RMSNorm_head(q)), RoPE(RMSNorm_head(k))   (neox layout; the
-//                                                       per-head RMSNorm is Qwen3's only)
+//               q, k = RoPE(RMSNorm_head(q)), RoPE(RMSNorm_head(k))   (neox layout, scaled
+//                                                       as the config says; the per-head
+//                                                       RMSNorm is Qwen3's only)
 //               h += Wo Attention(q, k, v)             (causal, or bidirectional per config;
-//                                                       grouped-query heads)
+//                                                       grouped-query heads; a sliding window
+//                                                       on the layers the config names)
 //               h += Wdown (silu(x' Wgate^T) * x' Wup^T), x' = RMSNorm(h)
 //   out = RMSNorm(h)
 //
@@ -48,7 +50,7 @@ class Decoder final : public Family {
   struct Layer {
     ops::NormWeight input_norm, post_attention_norm;
     ops::NormWeight pre_feedforward_norm, post_feedforward_norm;  // Gemma 3
-    int window = 0;                                               // Gemma 3's local layers
+    int window = 0;  // a sliding window (Mistral, Qwen2 / Qwen3 layers, Gemma 3's local layers)
     ops::LinearWeight qkv, o, gate_up, down;
     ops::NormWeight q_norm, k_norm;
   };
@@ -167,8 +169,11 @@ Status Decoder::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend
                               add_norm(p + "pre_feedforward_layernorm.weight", H));
       ORCHID_ASSIGN_OR_RETURN(l.post_feedforward_norm,
                               add_norm(p + "post_feedforward_layernorm.weight", H));
-      l.window = c_.layer_window[size_t(i)];
     }
+    // A window no shorter than the longest input cuts nothing (causal: i - j < W always;
+    // bidirectional: |i - j| < W): dropped, so that backends without windows run it.
+    l.window =
+        c_.layer_window[size_t(i)] < spec.info.max_seq_length ? c_.layer_window[size_t(i)] : 0;
   }
   ORCHID_ASSIGN_OR_RETURN(final_norm_, add_norm("norm.weight", H));
 
@@ -178,6 +183,7 @@ Status Decoder::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend
   rope_.num_kv_heads = c_.num_key_value_heads;
   rope_.head_dim = c_.head_dim;
   rope_.theta = c_.rope_theta;
+  rope_.scaling = c_.rope_scaling;
   qkv_ = b.AddBuffer("qkv", Rows::kTokens, int(Q + 2 * KV));
   for (Rows rows : {Rows::kTokens, Rows::kPooled}) {
     Activations& a = rows == Rows::kTokens ? all_ : pooled_;
@@ -222,10 +228,8 @@ Status Decoder::Forward(ops::Backend& b) const {
     rope.q_norm = l.q_norm;
     rope.k_norm = l.k_norm;
     ops::AttentionOptions attention = attention_;
-    if (l.window > 0) {  // Gemma 3's local layers: a window and their own rotary theta
-      attention.window = l.window;
-      rope.theta = c_.local_rope_theta;
-    }
+    attention.window = l.window;
+    if (l.window > 0 && c_.gemma) rope.theta = c_.local_rope_theta;  // Gemma 3's local layers
     ORCHID_RETURN_IF_ERROR(b.Norm(all_.residual, l.input_norm, all_.x));
     ORCHID_RETURN_IF_ERROR(b.Linear(all_.x, l.qkv, qkv_));
     ORCHID_RETURN_IF_ERROR(b.QkNormRope(qkv_, rope));

@@ -45,7 +45,7 @@ EmbeddingService::EmbeddingService(const Tokenizer* tokenizer, EmbedBackend* bac
   normalize_ = info.default_normalize;
 }
 
-void EmbeddingService::SetPrompts(PromptConfig prompts, std::optional<std::string> default_prompt) {
+void EmbeddingService::SetPrompts(EncodeConfig prompts, std::optional<std::string> default_prompt) {
   prompts_ = std::move(prompts);
   default_prompt_ = std::move(default_prompt);
 }

@@ -45,8 +45,8 @@ class EmbeddingService {
   // Named prompts (the model's config_sentence_transformers.json) and the server's default
   // prompt text (--default-prompt; overrides the model's default_prompt_name). Call before the
   // first Embed().
-  void SetPrompts(PromptConfig prompts, std::optional<std::string> default_prompt);
-  const PromptConfig& prompts() const { return prompts_; }
+  void SetPrompts(EncodeConfig prompts, std::optional<std::string> default_prompt);
+  const EncodeConfig& prompts() const { return prompts_; }
   // --auto-truncate: requests that do not say `truncate` get it (else they are refused when an
   // input is over the maximum). Call before the first Embed().
   void set_auto_truncate(bool on) { auto_truncate_ = on; }
@@ -81,7 +81,7 @@ class EmbeddingService {
                                    int* pool_skip) const;
 
   static constexpr size_t kMinInputsPerSlice = 16;
-  PromptConfig prompts_;
+  EncodeConfig prompts_;
   std::optional<std::string> default_prompt_;
   const Tokenizer* tokenizer_;
   EmbedBackend* backend_;

@@ -436,6 +436,8 @@ std::optional<ApiError> ParseTeiSimilarityRequest(std::string_view body, Embeddi
       }
     } else if (key == "priority") {
       if (auto err = ParsePriority(value, &out->scheduling.priority)) return err;
+    } else if (key == "model") {  // orchid's: which served model (TEI serves one)
+      if (auto err = ParseOptionalString(value, "model", &out->model)) return err;
     }
   }
   if (!source) {

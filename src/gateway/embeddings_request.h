@@ -80,7 +80,8 @@ std::optional<ApiError> ParseTeiEmbedRequest(std::string_view body, EmbeddingsRe
 
 // text-embeddings-inference `POST /similarity`: {"inputs": {"source_sentence": str,
 // "sentences": [str]}, "parameters": {"truncate", "truncation_direction", "prompt_name"} | null,
-// "priority": int (orchid's, as vLLM's; top-level or in parameters)}.
+// "priority": int (orchid's, as vLLM's; top-level or in parameters), "model" (orchid's: which
+// served model)}.
 // *out gets the texts [source_sentence, sentences...] and the parameters.
 std::optional<ApiError> ParseTeiSimilarityRequest(std::string_view body, EmbeddingsRequest* out);
 

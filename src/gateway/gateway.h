@@ -35,7 +35,7 @@ struct GatewayOptions {
   size_t max_body_bytes = size_t(8) << 20;
   std::chrono::milliseconds shutdown_grace{20000};
   MetricsRegistry* metrics = nullptr;  // serves GET /metrics when set
-  PromptConfig prompts;                 // the model's named prompts
+  EncodeConfig prompts;                // the model's named prompts
   std::optional<std::string> default_prompt;  // --default-prompt
   std::string api_key;  // required as `Authorization: Bearer <key>` when not empty (--api-key)
   bool auto_truncate = false;  // requests that do not say `truncate` get it (--auto-truncate)
@@ -47,7 +47,7 @@ struct GatewayModel {
   std::string name;  // the `model` requests use to select it
   const Tokenizer* tokenizer = nullptr;
   EmbedBackend* backend = nullptr;
-  PromptConfig prompts;                       // the model's named prompts
+  EncodeConfig prompts;                       // the model's named prompts
   std::optional<std::string> default_prompt;  // --default-prompt
 };
 

@@ -489,6 +489,10 @@ void Router::Score(ScoreRoute route, std::string body, const Scheduling& client,
   ApiError not_found;
   const RoutedModel* model = Select(request.model, &not_found);
   if (model == nullptr) return reply(error_reply(std::move(not_found)));
+  if (route == ScoreRoute::kScore && !model->embed->is_scorer() &&
+      !model->embed->model_info().sparse) {
+    return EmbeddingScore(*model->embed, std::move(request), reply);
+  }
   if (model->score == nullptr || !model->score->is_scorer()) {
     ApiError e = ApiError::InvalidRequest(
         "The model `" + model->embed->model_name() +
@@ -660,26 +664,55 @@ void Router::TeiSimilarity(std::string body, const Scheduling& client, const Rep
   if (auto err = ParseTeiSimilarityRequest(body, &request)) return reply(TeiErrorResponse(*err));
   AddClient(client, &request.scheduling);
   if (auto e = TooManyInputs(request)) return reply(TeiErrorResponse(*e));
-  if (auto e = NotAnEmbedder(*service_)) return reply(TeiErrorResponse(*e));
-  service_->Embed(std::move(request), [reply](EmbeddingReply result) {
+  ApiError not_found;
+  const RoutedModel* model = Select(request.model, &not_found);
+  if (model == nullptr) return reply(TeiErrorResponse(not_found));
+  EmbeddingService& service = *model->embed;
+  if (auto e = NotAnEmbedder(service)) return reply(TeiErrorResponse(*e));
+  request.model.reset();  // picked here (the service checks a name against its own)
+  // The model's similarity function (config_sentence_transformers.json similarity_fn_name),
+  // as sentence-transformers' model.similarity computes it.
+  const SimilarityFunction fn = service.prompts().similarity;
+  service.Embed(std::move(request), [reply, fn](EmbeddingReply result) {
     if (result.error) return reply(TeiErrorResponse(*result.error));
     try {
-      // Row 0 is the source sentence: its cosine with each other row, in double.
+      // Row 0 is the source sentence: its similarity with each other row, in double.
       const EmbeddingMatrix& m = result.embeddings;
-      auto dot = [&m](int a, int b) {
-        double s = 0;
-        for (int k = 0; k < m.dim; ++k) s += double(m.row(a)[k]) * double(m.row(b)[k]);
-        return s;
-      };
-      const double source_norm = std::sqrt(dot(0, 0));
       HttpResponse r;
       JsonWriter w(&r.body);
       w.BeginArray();
-      for (int i = 1; i < m.rows; ++i) {
-        const double norms = source_norm * std::sqrt(dot(i, i));
-        w.Float(norms > 0 ? float(dot(0, i) / norms) : 0.0f);
-      }
+      for (int i = 1; i < m.rows; ++i) w.Float(float(Similarity(fn, m.row(0), m.row(i), m.dim)));
       w.EndArray();
+      reply(std::move(r));
+    } catch (const std::exception& e) {
+      reply(InternalError(e));
+    }
+  });
+}
+
+// vLLM's /v1/score for an embedding model: each pair's similarity, by the model's similarity
+// function, between the two texts' embeddings (each text embedded once).
+void Router::EmbeddingScore(EmbeddingService& service, ScoreRequest request, const Reply& reply) {
+  EmbeddingsRequest embed;
+  embed.texts = std::move(request.queries);
+  const size_t num_queries = embed.texts.size(), n = request.num_pairs();
+  for (std::string& d : request.documents) embed.texts.push_back(std::move(d));
+  embed.truncate = request.truncate;
+  embed.truncation_direction = request.truncation_direction;
+  embed.scheduling = std::move(request.scheduling);  // (the pairs' own limit is checked)
+  const SimilarityFunction fn = service.prompts().similarity;
+  const std::string name = service.model_name();
+  service.Embed(std::move(embed), [this, reply, fn, name, num_queries, n](EmbeddingReply result) {
+    if (result.error) return reply(ErrorResponse(*result.error));
+    try {
+      const EmbeddingMatrix& m = result.embeddings;
+      std::vector<float> scores(n);
+      for (size_t i = 0; i < n; ++i) {
+        const int q = num_queries == 1 ? 0 : int(i);
+        scores[i] = float(Similarity(fn, m.row(q), m.row(int(num_queries + i)), m.dim));
+      }
+      HttpResponse r;
+      r.body = WriteScoreResponse(scores, name, result.prompt_tokens, created_);
       reply(std::move(r));
     } catch (const std::exception& e) {
       reply(InternalError(e));
@@ -794,7 +827,11 @@ void Router::WriteModel(const RoutedModel& m, JsonWriter* w) const {
   const char* task = !m.embed->is_scorer()                   ? "embed"
                      : m.embed->model_info().num_labels == 1 ? "rerank"
                                                              : "classify";
-  w->Key("task").String(task).EndObject();
+  w->Key("task").String(task);
+  const ModelInfo& info = m.embed->model_info();
+  w->Key("max_input_length").Int(m.embed->max_seq_length());
+  w->Key("max_input_length_source").String(info.max_seq_length_source);
+  w->EndObject();
 }
 
 HttpResponse Router::Models() const {
@@ -865,12 +902,15 @@ HttpResponse Router::Info() const {
   }
   w.EndObject();
   w.Key("max_input_length").Int(m.max_seq_length());
+  // Where that limit comes from (a model file and field, or --max-batch-tokens).
+  w.Key("max_input_length_source").String(info.max_seq_length_source);
   w.Key("max_client_batch_size").Int(int64_t(kMaxClientBatchSize));
   w.Key("auto_truncate").Bool(m.auto_truncate());
   w.Key("version").String(std::string("orchid ") + ORCHID_VERSION_STRING);
   w.Key("architecture").String(info.architecture);
   w.Key("dimensions").Int(info.output_dim());
   w.Key("normalize").Bool(!m.is_scorer() && m.normalize());
+  if (!m.is_scorer()) w.Key("similarity").String(SimilarityName(m.prompts().similarity));
   w.Key("models").BeginArray();
   for (const RoutedModel& rm : models_) w.String(rm.embed->model_name());
   w.EndArray().EndObject();

@@ -3,14 +3,15 @@
 //
 //   POST /v1/embeddings   OpenAI embeddings (embedding models)
 //   POST /embed           text-embeddings-inference embeddings
-//   POST /similarity      TEI: the cosine similarity of a source sentence to each of several
+//   POST /similarity      TEI: the similarity of a source sentence to each of several, by the
+//                         model's similarity function (similarity_fn_name; cosine by default)
 //   POST /rerank          TEI rerank (scorer models; see score_request.h for the three shapes)
 //   POST /predict         TEI: every label's probability for texts or pairs (classifiers)
 //   POST /v1/rerank       Cohere / Jina rerank
 //   POST /v2/rerank       Cohere's v2 rerank (what cohere.ClientV2.rerank posts)
 //   POST /v2/embed        Cohere's v2 embed, embeddings by type (cohere.ClientV2.embed)
 //   POST /v1/embed        Cohere's v1 embed (cohere.Client.embed)
-//   POST /v1/score        vLLM-style pair scores
+//   POST /v1/score        vLLM-style pair scores (a reranker's, or an embedder's similarity)
 //   POST /tokenize        TEI: tokens with ids, text and character offsets
 //   POST /decode          TEI: ids back to text
 //   GET  /v1/models       every served model; /v1/models/{id} one of them (OpenAI's retrieve)
@@ -122,6 +123,7 @@ class Router {
   void TeiEmbedSparse(std::string body, const Scheduling& client, const Reply& reply);
   void TeiEmbedAll(std::string body, const Scheduling& client, const Reply& reply);
   void TeiSimilarity(std::string body, const Scheduling& client, const Reply& reply);
+  void EmbeddingScore(EmbeddingService& service, ScoreRequest request, const Reply& reply);
   // `hf`: the Hugging Face Inference API's text classification (POST / on a classifier):
   // `parameters` {top_k, function_to_apply} and a list per input, also for a single text.
   void TeiPredict(std::string body, const Scheduling& client, const Reply& reply, bool hf = false);

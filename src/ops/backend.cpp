@@ -113,6 +113,13 @@ Status Backend::QkNormRope(Buffer qkv, const RopeOptions& r) {
       r.q_norm.valid() == r.k_norm.valid() &&
           (!r.q_norm.valid() || (r.q_norm.width == r.head_dim && r.k_norm.width == r.head_dim)),
       "QkNormRope", "q/k norms must both be [head_dim] or absent");
+  const RopeScaling& s = r.scaling;
+  ORCHID_CONTRACT(s.type == RopeType::kDefault ||
+                      (s.factor > 0 && r.inv_freq_divisor == 1.0 &&
+                       (s.type != RopeType::kDynamic || s.max_positions > 0) &&
+                       ((s.type != RopeType::kLlama3 && s.type != RopeType::kYarn) ||
+                        s.original_max_positions > 0)),
+                  "QkNormRope", std::string("rotary scaling ") + RopeTypeName(s.type));
   return DoQkNormRope(qkv, r);
 }
 
@@ -150,8 +157,9 @@ Status Backend::Attention(Buffer qkv, Buffer out, const AttentionOptions& a) {
   const BufferDecl &q = decl(qkv), &o = decl(out);
   ORCHID_CONTRACT(a.scale >= 0 && a.window >= 0, "Attention", "scale or window");
   ORCHID_CONTRACT(
-      !a.relative_bias.valid() || (a.relative_bias.width == a.num_heads &&
-                                   a.relative_bias.rows >= 2 && a.relative_max_distance > 0),
+      !a.relative_bias.valid() ||
+          (a.relative_bias.width == a.num_heads && a.relative_num_buckets >= 2 &&
+           a.relative_bias.rows >= a.relative_num_buckets && a.relative_max_distance > 0),
       "Attention", "relative bias table is not [buckets, heads]");
   ORCHID_CONTRACT(a.head_dim > 0 && a.num_kv_heads > 0 && a.num_heads % a.num_kv_heads == 0,
                   "Attention", "head shape");

@@ -27,6 +27,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "ops/rope.h"
 
 namespace orchid::ops {
 
@@ -107,7 +108,10 @@ struct AttentionOptions {
   // MPNet: a learned bias added to every scaled score of head h, by the bucket of the relative
   // position j - i (key j, query i; RelativePositionBucket): relative_bias[bucket][h]. Shared by
   // all layers. Invalid: none.
-  Table relative_bias;  // [num_buckets, num_heads]
+  Table relative_bias;  // [rows >= relative_num_buckets, num_heads]
+  // The buckets positions are sorted into. transformers' MPNet always uses 32 (its
+  // relative_position_bucket default), whatever relative_attention_num_buckets sizes the table to.
+  int relative_num_buckets = 32;
   int relative_max_distance = 128;
   // DeBERTa-v2 disentangled attention: the relative-position keys and queries of this layer
   // (its Wk / Wq applied to the shared relative embeddings, times the score scale), each
@@ -135,12 +139,16 @@ int RelativePositionBucket(int relative, int num_buckets, int max_distance);
 int DebertaRelativeIndex(int relative, int span, int position_buckets, int max_relative_positions);
 
 // Per-head RMSNorm of q and k (when the weights are given) then rotary embedding (neox layout,
-// angle = position * theta^(-2i/head_dim)) on the fused [Q | K | V] rows of qkv; V untouched.
+// angle = position * inv_freq[i], inv_freq = RopeInverseFrequencies of theta and scaling; cos
+// and sin times its attention scaling) on the fused [Q | K | V] rows of qkv; V untouched.
 struct RopeOptions {
   int num_heads = 0, num_kv_heads = 0, head_dim = 0;
   double theta = 10000.0;
   // Every inverse frequency 1 / theta^(2i/d) is divided by this (NTK-scaled GTE); 1 otherwise.
   double inv_freq_divisor = 1.0;
+  // transformers' scaled rotary types (linear, dynamic, llama3, yarn); kDynamic's frequencies
+  // depend on each sequence's length.
+  RopeScaling scaling;
   NormWeight q_norm, k_norm;  // RMSNorm over head_dim; both or neither
 };
 

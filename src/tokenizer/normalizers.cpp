@@ -583,4 +583,11 @@ Result<std::unique_ptr<Normalizer>> MakeNormalizer(JsonElement json, std::string
   return UnsupportedType(where, "normalizer", type);
 }
 
+std::unique_ptr<Normalizer> LowercaseFirst(std::unique_ptr<Normalizer> rest) {
+  std::vector<std::unique_ptr<Normalizer>> steps;
+  steps.push_back(std::make_unique<LowercaseNormalizer>());
+  if (rest) steps.push_back(std::move(rest));
+  return std::make_unique<SequenceNormalizer>(std::move(steps));
+}
+
 }  // namespace orchid::tok

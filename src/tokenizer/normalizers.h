@@ -24,4 +24,8 @@ std::unique_ptr<Normalizer> MakeBertNormalizer(const BertNormalizerOptions& opti
 // Builds the normalizer described by `json`; a JSON null gives nullptr (no normalizer).
 Result<std::unique_ptr<Normalizer>> MakeNormalizer(JsonElement json, std::string_view where);
 
+// Lowercase, then `rest` (which may be null): what sentence-transformers 6 makes of a tokenizer
+// whose sentence_bert_config.json says do_lower_case.
+std::unique_ptr<Normalizer> LowercaseFirst(std::unique_ptr<Normalizer> rest);
+
 }  // namespace orchid::tok

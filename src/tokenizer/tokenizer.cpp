@@ -49,7 +49,8 @@ simdjson::dom::element NullElement() {
 
 class PipelineTokenizer final : public Tokenizer {
  public:
-  Status Load(simdjson::dom::element root, const std::string& origin) {
+  Status Load(simdjson::dom::element root, const std::string& origin,
+              const TokenizerOptions& options) {
     simdjson::dom::object o;
     if (root.get(o) != simdjson::SUCCESS) return Status::Corrupt(tok::StrCat({origin, ": not a JSON object"}));
     auto section = [&](const char* key) {
@@ -64,6 +65,7 @@ class PipelineTokenizer final : public Tokenizer {
     ORCHID_ASSIGN_OR_RETURN(model_, tok::MakeModel(model_json, tok::StrCat({origin, ": model"})));
     ORCHID_ASSIGN_OR_RETURN(normalizer_,
                             tok::MakeNormalizer(section("normalizer"), tok::StrCat({origin, ": normalizer"})));
+    if (options.lowercase) normalizer_ = tok::LowercaseFirst(std::move(normalizer_));
     ORCHID_ASSIGN_OR_RETURN(pre_tokenizer_, tok::MakePreTokenizer(section("pre_tokenizer"),
                                                                   tok::StrCat({origin, ": pre_tokenizer"})));
     if (pre_tokenizer_ && pre_tokenizer_->byte_level()) {
@@ -444,32 +446,35 @@ class PipelineTokenizer final : public Tokenizer {
 
 Result<std::unique_ptr<Tokenizer>> Build(simdjson::dom::parser& parser,
                                          const simdjson::padded_string& json,
-                                         const std::string& origin) {
+                                         const std::string& origin,
+                                         const TokenizerOptions& options) {
   simdjson::dom::element root;
   if (auto err = parser.parse(json).get(root); err != simdjson::SUCCESS) {
     return Status::Corrupt(tok::StrCat({origin, ": invalid JSON: ", simdjson::error_message(err)}));
   }
   auto tokenizer = std::make_unique<PipelineTokenizer>();
-  ORCHID_RETURN_IF_ERROR(tokenizer->Load(root, origin));
+  ORCHID_RETURN_IF_ERROR(tokenizer->Load(root, origin, options));
   return std::unique_ptr<Tokenizer>(std::move(tokenizer));
 }
 
 }  // namespace
 
-Result<std::unique_ptr<Tokenizer>> Tokenizer::FromFile(const std::string& path) {
+Result<std::unique_ptr<Tokenizer>> Tokenizer::FromFile(const std::string& path,
+                                                       const TokenizerOptions& options) {
   simdjson::padded_string json;
   if (auto err = simdjson::padded_string::load(path).get(json); err != simdjson::SUCCESS) {
     return Status::IoError(tok::StrCat({path, ": cannot read: ", simdjson::error_message(err)}));
   }
   simdjson::dom::parser parser;
-  return Build(parser, json, path);
+  return Build(parser, json, path, options);
 }
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json,
-                                                       const std::string& origin) {
+                                                       const std::string& origin,
+                                                       const TokenizerOptions& options) {
   simdjson::padded_string padded(json);
   simdjson::dom::parser parser;
-  return Build(parser, padded, origin);
+  return Build(parser, padded, origin, options);
 }
 
 }  // namespace orchid

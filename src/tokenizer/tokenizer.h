@@ -51,14 +51,23 @@ struct Encoding {
   }
 };
 
+// What a model directory changes about its tokenizer.json.
+struct TokenizerOptions {
+  // Lowercase text before tokenizer.json's own normalizer (sentence-transformers'
+  // sentence_bert_config.json do_lower_case).
+  bool lowercase = false;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
   // Loads tokenizer.json. Errors name the file and the unsupported or malformed part.
-  static Result<std::unique_ptr<Tokenizer>> FromFile(const std::string& path);
+  static Result<std::unique_ptr<Tokenizer>> FromFile(const std::string& path,
+                                                     const TokenizerOptions& options = {});
   static Result<std::unique_ptr<Tokenizer>> FromJson(std::string_view json,
-                                                     const std::string& origin = "tokenizer.json");
+                                                     const std::string& origin = "tokenizer.json",
+                                                     const TokenizerOptions& options = {});
 
   // Encodes one text. Invalid UTF-8 → InvalidArgument (the API rejects it with a 400).
   virtual Status Encode(std::string_view text, const EncodeOptions& options,

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 namespace orchid {
 namespace {
@@ -90,6 +91,42 @@ TEST(RegistryTest, CudaRefusalNamesModelBackendAndReason) {
   EXPECT_NE(st.message().find("qwen3-embed"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("cuda"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("head_dim"), std::string::npos) << st.message();
+}
+
+// Directories saved by sentence-transformers / transformers releases (tests/fixtures/conformance,
+// `make fixtures`): the limit and where it comes from; the CUDA refusals for what its kernels
+// lack (scaled rotary embeddings, a sliding window shorter than the inputs), at load time.
+TEST(RegistryTest, ConformanceDirectoriesLimitsAndCudaRefusals) {
+  const std::string root = ORCHID_SOURCE_DIR "/models/conformance/";
+  struct Want {
+    const char* dir;
+    int limit;
+    const char* source;
+  };
+  for (const Want& w :
+       {Want{"st6.3-tf5.25/bert-dot", 40, "tokenizer_config.json model_max_length"},
+        Want{"st5.1-tf4.57/bert-dot", 40, "sentence_bert_config.json max_seq_length"},
+        Want{"st5.1-tf4.57/llama-dynamic", 64, "sentence_bert_config.json max_seq_length"},
+        Want{"st6.3-tf5.25/llama-dynamic", 32, "config.json max_position_embeddings"}}) {
+    SCOPED_TRACE(w.dir);
+    auto spec = DescribeModel(root + w.dir);
+    if (!spec.ok() && spec.status().code() == StatusCode::kNotFound)
+      GTEST_SKIP() << "make fixtures";
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    EXPECT_EQ(spec->info.max_seq_length, w.limit);
+    EXPECT_EQ(spec->info.max_seq_length_source.rfind(w.source, 0), 0u)
+        << spec->info.max_seq_length_source;
+  }
+  for (const auto& [dir, why] : {std::pair{"st6.3-tf5.25/llama-linear", "linear scaling"},
+                                 std::pair{"st6.3-tf5.25/qwen2-yarn", "yarn scaling"},
+                                 std::pair{"st6.3-tf5.25/mistral-sliding", "sliding window (12"}}) {
+    SCOPED_TRACE(dir);
+    auto spec = DescribeModel(root + dir);
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    const Status st = CheckBackend(*spec, BackendKind::kCuda);
+    ASSERT_EQ(st.code(), StatusCode::kUnimplemented);
+    EXPECT_NE(st.message().find(why), std::string::npos) << st.message();
+  }
 }
 
 // SPLADE: a BertForMaskedLM with SpladePooling is a sparse embedder of vocabulary width.

@@ -57,11 +57,15 @@ def test_unknown_model_is_404_listing_the_names(two_names):
 
 def test_an_embedding_model_refuses_rerank(two_names):
     for path, body in (("/rerank", {"query": "q", "texts": ["a"]}),
-                       ("/v1/rerank", {"query": "q", "documents": ["a"], "model": "beta"}),
-                       ("/v1/score", {"text_1": "q", "text_2": ["a"]})):
+                       ("/v1/rerank", {"query": "q", "documents": ["a"], "model": "beta"})):
         r = post(two_names, path, body)
         assert r.status_code == 400, (path, r.text)
         assert "embedding model" in r.text, r.text
+    # vLLM's /v1/score on an embedding model: the texts' similarity (all-MiniLM-L6-v2: cosine).
+    r = post(two_names, "/v1/score", {"text_1": "q", "text_2": ["q", "a"]})
+    assert r.status_code == 200, r.text
+    scores = [d["score"] for d in r.json()["data"]]
+    assert abs(scores[0] - 1.0) < 1e-5 and scores[1] < 1.0, scores
 
 
 def test_more_than_2048_inputs_is_413(two_names):

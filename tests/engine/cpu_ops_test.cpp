@@ -12,7 +12,6 @@
 #include <tuple>
 #include <vector>
 
-#include "core/tensor.h"
 #include "backends/cpu/add.h"
 #include "backends/cpu/attention.h"
 #include "backends/cpu/embedding.h"
@@ -29,6 +28,8 @@
 #include "backends/cpu/swiglu.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/cpu/vec_math.h"
+#include "core/tensor.h"
+#include "ops/rope.h"
 
 namespace orchid {
 namespace {
@@ -704,7 +705,11 @@ TEST(CpuOpsTest, RopeNeoxLayout) {
   std::vector<int32_t> pos = {0, 1, 2, 3, 100, 511, 7, 8, 2047};
   ForEachPool([&](ThreadPool* pool) {
     std::vector<float> y = x;
-    ApplyRope(pool, y.data(), ld, rows, heads, hd, pos.data(), 1e6);
+    std::vector<float> inv;
+    float scale = 0;
+    ops::RopeInverseFrequencies(1e6, hd, {}, 0, &inv, &scale);
+    ASSERT_EQ(scale, 1.0f);
+    ApplyRope(pool, y.data(), ld, rows, heads, hd, pos.data(), inv.data(), scale);
     for (int r = 0; r < rows; ++r) {
       for (int h = 0; h < heads; ++h) {
         for (int i = 0; i < hd / 2; ++i) {

@@ -1,10 +1,12 @@
 // Arbitrary bytes as the JSON files of a model directory: config.json (ReadBertConfig,
-// ReadDecoderConfig, ReadModernBertConfig, ReadRopeEncoderConfig, ReadDebertaConfig), modules.json, the Pooling, Dense and SpladePooling
-// modules' config.json and sentence_bert_config.json (ReadSentenceTransformersConfig), and a
-// sharded checkpoint's model.safetensors.index.json (ParseShardIndex: every shard it accepts is
-// a plain file name, and every listed tensor names one of them). The readers take paths, so
-// each input is written into a private temporary directory; they must return an error or a
-// config, never crash.
+// ReadDecoderConfig, ReadModernBertConfig, ReadRopeEncoderConfig, ReadDebertaConfig), modules.json,
+// the Pooling, Dense and SpladePooling modules' config.json and sentence_bert_config.json
+// (ReadSentenceTransformersConfig), and a sharded checkpoint's model.safetensors.index.json
+// (ParseShardIndex: every shard it accepts is a plain file name, and every listed tensor names one
+// of them), and the files the sentence-transformers / transformers precedence reads
+// (tokenizer_config.json for ResolveMaxInputLength, config_sentence_transformers.json for
+// ReadEncodeConfig and ReadCrossEncoderActivation). The readers take paths, so each input is
+// written into a private temporary directory; they must return an error or a config, never crash.
 #include <unistd.h>
 
 #include <cstddef>
@@ -107,5 +109,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Write(g_dir + "/modules.json", kSpladeModules);
   Write(g_dir + "/1_Pooling/config.json", bytes);
   (void)orchid::ReadSentenceTransformersConfig(g_dir).ok();
+
+  // The bytes as tokenizer_config.json (the maximum input length) and as
+  // config_sentence_transformers.json (prompts, similarity, a cross-encoder's activation).
+  Write(g_dir + "/modules.json", kModules);
+  Write(g_dir + "/1_Pooling/config.json", kMeanPooling);
+  Write(g_dir + "/tokenizer_config.json", bytes);
+  if (auto st = orchid::ReadSentenceTransformersConfig(g_dir); st.ok()) {
+    auto limit = orchid::ResolveMaxInputLength(g_dir, *st, 512, 512);
+    if (limit.ok() && (limit->tokens <= 0 || limit->tokens > 512)) std::abort();
+  }
+  Remove(g_dir + "/tokenizer_config.json");
+  Write(g_dir + "/config_sentence_transformers.json", bytes);
+  (void)orchid::ReadEncodeConfig(g_dir).ok();
+  (void)orchid::ReadCrossEncoderActivation(g_dir, 1).ok();
+  Remove(g_dir + "/config_sentence_transformers.json");
   return 0;
 }

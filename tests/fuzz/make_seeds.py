@@ -64,6 +64,21 @@ def config_seeds():
         put("config_fuzz", (fixtures / name / "config.json").read_bytes())
     # sentence-transformers' current Pooling fields (pooling_mode, include_prompt: false).
     put("config_fuzz", (fixtures / "bert-instruct" / "1_Pooling" / "config.json").read_bytes())
+    # What the conformance fixtures' releases wrote (issue 30): tokenizer_config.json with
+    # transformers' int(1e30), a CrossEncoder's config_sentence_transformers.json, rotary scaling
+    # in both layouts, sentence_bert_config.json with processor_kwargs.
+    put("config_fuzz", '{"model_max_length": 1000000000000000019884624838656, "do_lower_case": true}')
+    put("config_fuzz", '{"activation_fn": "torch.nn.modules.linear.Identity", "model_type": "CrossEncoder",'
+                       ' "prompts": {"query": "q: "}, "similarity_fn_name": "manhattan"}')
+    put("config_fuzz", '{"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1,'
+                       ' "num_attention_heads": 2, "intermediate_size": 8, "max_position_embeddings": 64,'
+                       ' "rope_scaling": {"type": "yarn", "factor": 4.0, "beta_fast": 16}}')
+    put("config_fuzz", '{"model_type": "qwen2", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,'
+                       ' "num_attention_heads": 2, "intermediate_size": 8, "max_position_embeddings": 64,'
+                       ' "use_sliding_window": true, "sliding_window": 4, "max_window_layers": 1,'
+                       ' "rope_parameters": {"rope_type": "llama3", "factor": 8, "low_freq_factor": 1,'
+                       ' "high_freq_factor": 4, "original_max_position_embeddings": 16, "rope_theta": 5e5}}')
+    put("config_fuzz", '{"max_seq_length": 128, "processor_kwargs": {"model_max_length": 64}}')
     # A sharded checkpoint's index, as save_pretrained writes it.
     put("config_fuzz", (fixtures / "mistral-sharded" / "model.safetensors.index.json").read_bytes())
 

@@ -253,6 +253,54 @@ TEST_F(RerankTest, ModelsAreSelectedByNameAndTasksAreKeptApart) {
   EXPECT_EQ(std::string_view(doc["data"].at(1)["task"]), "rerank");
 }
 
+// An embedding model's /v1/score and TEI /similarity: each pair's similarity under the model's
+// similarity function (config_sentence_transformers.json similarity_fn_name), computed on the
+// very rows /v1/embeddings returns; /info names the function.
+TEST_F(RerankTest, EmbedderScoresAreItsSimilarityFunction) {
+  HttpResponse r = Post("/v1/embeddings", R"({"input":["a b","c","d e f"]})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::vector<std::vector<float>> rows;
+  for (simdjson::dom::element d : parser_.parse(r.body)["data"]) {
+    rows.emplace_back();
+    for (double v : d["embedding"]) rows.back().push_back(float(v));
+  }
+  ASSERT_EQ(rows.size(), 3u);
+  const int dim = int(rows[0].size());
+  for (SimilarityFunction fn : {SimilarityFunction::kCosine, SimilarityFunction::kDot,
+                                SimilarityFunction::kEuclidean, SimilarityFunction::kManhattan}) {
+    SCOPED_TRACE(SimilarityName(fn));
+    EncodeConfig c;
+    c.similarity = fn;
+    embed_.SetPrompts(c, std::nullopt);
+    const double want1 = Similarity(fn, rows[0].data(), rows[1].data(), dim);
+    const double want2 = Similarity(fn, rows[0].data(), rows[2].data(), dim);
+    // One text_1 against each text_2, and zipped lists.
+    auto got = Scores(Post("/v1/score", R"({"text_1":"a b","text_2":["c","d e f"]})"), "/v1/score");
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_NEAR(got[0], want1, 1e-5 * std::max(1.0, std::abs(want1)));
+    EXPECT_NEAR(got[1], want2, 1e-5 * std::max(1.0, std::abs(want2)));
+    got = Scores(Post("/v1/score", R"({"text_1":["d e f","a b"],"text_2":["a b","c"]})"),
+                 "/v1/score");
+    EXPECT_NEAR(got[0], want2, 1e-5 * std::max(1.0, std::abs(want2)));
+    EXPECT_NEAR(got[1], want1, 1e-5 * std::max(1.0, std::abs(want1)));
+    r = Post("/similarity", R"({"inputs":{"source_sentence":"a b","sentences":["c","d e f"]}})");
+    ASSERT_EQ(r.status, 200) << r.body;
+    simdjson::dom::array sims = parser_.parse(r.body);
+    ASSERT_EQ(sims.size(), 2u);
+    EXPECT_NEAR(double(sims.at(0)), want1, 1e-5 * std::max(1.0, std::abs(want1)));
+    EXPECT_NEAR(double(sims.at(1)), want2, 1e-5 * std::max(1.0, std::abs(want2)));
+    r = Call("GET", "/info");
+    EXPECT_EQ(std::string_view(parser_.parse(r.body)["similarity"]), SimilarityName(fn));
+  }
+  EXPECT_LT(Similarity(SimilarityFunction::kEuclidean, rows[0].data(), rows[1].data(), dim), 0);
+  // /similarity picks a served model by name too, and refuses a reranker.
+  r = Post("/similarity",
+           R"({"model":"rerank-model","inputs":{"source_sentence":"a","sentences":["b"]}})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  r = Post("/similarity", R"({"model":"nope","inputs":{"source_sentence":"a","sentences":["b"]}})");
+  EXPECT_EQ(r.status, 404) << r.body;
+}
+
 // TEI's GET /info describes the default (first) model: an embedder here, a reranker when it
 // comes first; every served name is listed.
 TEST_F(RerankTest, InfoDescribesTheDefaultModelInTeisShape) {

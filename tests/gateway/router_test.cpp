@@ -250,8 +250,9 @@ TEST_F(RouterTest, CorsAnswersPreflightsAndLabelsRepliesForAllowedOrigins) {
 
 // GET /openapi.json: the compiled-in document, with the build's version, describing every route
 // the router answers (and open without the API key, as documentation).
-// The served document lists the routes this (embedding) model answers; the rerank and classify
-// routes are in other models' documents (openapi_document_test.cpp).
+// The served document lists the routes this (embedding) model answers (/v1/score and /score
+// among them: the similarity of its embeddings); the rerank and classify routes are in other
+// models' documents (openapi_document_test.cpp).
 TEST_F(RouterTest, OpenApiDescribesEveryRoute) {
   router_.SetApiKey("k");
   const HttpResponse r = Call("GET", "/openapi.json");
@@ -265,7 +266,8 @@ TEST_F(RouterTest, OpenApiDescribesEveryRoute) {
       {"/", "get"},               {"/", "post"},           {"/tokenize", "post"},
       {"/decode", "post"},        {"/v1/models", "get"},   {"/v1/models/{id}", "get"},
       {"/info", "get"},           {"/health", "get"},      {"/metrics", "get"},
-      {"/openapi.json", "get"},   {"/embed_all", "post"}};
+      {"/openapi.json", "get"},   {"/embed_all", "post"},  {"/v1/score", "post"},
+      {"/score", "post"}};  // an embedder's score: its texts' similarity
   simdjson::dom::object paths = doc["paths"];
   EXPECT_EQ(paths.size(), routes.size() - 1);  // "/" has two
   for (const auto& [path, method] : routes) {
@@ -485,7 +487,7 @@ namespace orchid {
 namespace {
 
 TEST_F(RouterTest, PromptsArePrependedBeforeTokenizing) {
-  PromptConfig prompts;
+  EncodeConfig prompts;
   prompts.prompts = {{"query", "q z "}, {"passage", "p "}};
   service_.SetPrompts(prompts, std::nullopt);
   const auto plain = Rows(Post(R"({"input":["q z a b"]})"));

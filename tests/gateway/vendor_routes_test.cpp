@@ -36,7 +36,7 @@ std::unique_ptr<FakeEngine> Engine(int labels) {
 // One served model: engine, scheduler, backend, services and a router over them alone.
 struct Served {
   Served(int labels, const Tokenizer* tokenizer, const std::string& name,
-         const PromptConfig& prompts = {})
+         const EncodeConfig& prompts = {})
       : engine(Engine(labels)),
         scheduler(engine.get(), TokenBudgetSchedulerOptions{64, 1 << 16, 2}),
         backend(&scheduler),
@@ -67,7 +67,7 @@ class VendorRoutesTest : public ::testing::Test {
   VendorRoutesTest()
       : embedder_(
             0, &tokenizer_, "embed-model",
-            PromptConfig{{{"query", "q z "}, {"document", "d "}, {"classification", "c "}}, ""}),
+            EncodeConfig{{{"query", "q z "}, {"document", "d "}, {"classification", "c "}}, ""}),
         reranker_(1, &tokenizer_, "rerank-model"),
         classifier_(3, &tokenizer_, "nli-model") {}
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace orchid {
 namespace {
@@ -58,11 +59,13 @@ TEST(DecoderConfigTest, BidirectionalFlags) {
 
 TEST(DecoderConfigTest, RejectsWhatTheForwardPassCannotRun) {
   for (const char* bad :
-       {R"("rope_scaling":{"type":"yarn","factor":4})",
-        R"("rope_parameters":{"rope_theta":1e6,"rope_type":"yarn"})", R"("hidden_act":"gelu")",
-        R"("use_sliding_window":true)", R"("attention_bias":1)", R"("head_dim":15)",
-        R"("rope_parameters":{"rope_theta":5e5,"rope_type":"llama3"})", R"("rope_parameters":"x")",
-        R"("rope_theta":0.5)"}) {
+       {R"("rope_scaling":{"type":"longrope","factor":4})",
+        R"("rope_parameters":{"rope_theta":1e6,"rope_type":"yarn"})",  // no factor
+        R"("hidden_act":"gelu")", R"("attention_bias":1)", R"("head_dim":15)",
+        R"("rope_parameters":{"rope_theta":5e5,"rope_type":"llama3","factor":8})",  // no lf/hf
+        R"("rope_parameters":{"rope_type":"linear","factor":-2})", R"("rope_parameters":"x")",
+        R"("rope_scaling":{"rope_type":"dynamic","factor":"2"})", R"("rope_theta":0.5)",
+        R"("use_sliding_window":true,"max_window_layers":-1)"}) {
     SCOPED_TRACE(bad);
     auto c = Read(bad);
     ASSERT_FALSE(c.ok());
@@ -86,19 +89,80 @@ TEST(DecoderConfigTest, ModelTypeSwitches) {
   EXPECT_FALSE(qwen2->qk_norm);
   EXPECT_TRUE(qwen2->qkv_bias);
   EXPECT_FALSE(qwen2->o_bias);
-  EXPECT_EQ(qwen2->sliding_window, 0);
-  // Mistral: no biases, its sliding window kept; "head_dim": null is hidden / heads.
+  EXPECT_EQ(qwen2->layer_window, (std::vector<int>{0, 0}));
+  // Mistral: no biases, its sliding window on every layer (4096 when absent, none when null);
+  // "head_dim": null is hidden / heads.
   auto mistral = Swap("mistral", R"("sliding_window":1024,"head_dim":null,"attention_bias":true)");
   ASSERT_TRUE(mistral.ok()) << mistral.status().ToString();
   EXPECT_FALSE(mistral->qk_norm || mistral->qkv_bias || mistral->o_bias || mistral->mlp_bias);
-  EXPECT_EQ(mistral->sliding_window, 1024);
+  EXPECT_EQ(mistral->layer_window, (std::vector<int>{1024, 1024}));
   EXPECT_EQ(mistral->head_dim, 16);
-  EXPECT_EQ(Swap("mistral", R"("sliding_window":null)")->sliding_window, 0);
+  EXPECT_EQ(Swap("mistral", R"("sliding_window":null)")->layer_window, (std::vector<int>{0, 0}));
+  EXPECT_EQ(Swap("mistral", "")->layer_window, (std::vector<int>{4096, 4096}));
   // Llama: attention_bias on all four projections, mlp_bias on the MLP.
   auto llama = Swap("llama", R"("attention_bias":true,"mlp_bias":true)");
   ASSERT_TRUE(llama.ok()) << llama.status().ToString();
   EXPECT_FALSE(llama->qk_norm);
   EXPECT_TRUE(llama->qkv_bias && llama->o_bias && llama->mlp_bias);
+}
+
+// Qwen2 / Qwen3 (transformers 5: Qwen2Config.layer_types): with use_sliding_window, the layers from
+// max_window_layers on get sliding_window (keys j with 0 <= i - j < W); an explicit layer_types
+// names them instead; bidirectional configs see |i - j| <= W.
+TEST(DecoderConfigTest, QwenSlidingWindowLayers) {
+  for (const char* type : {"qwen2", "qwen3"}) {
+    SCOPED_TRACE(type);
+    auto c = Read(R"("use_sliding_window":true,"sliding_window":8,"max_window_layers":1)", type);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c->layer_window, (std::vector<int>{0, 8}));
+    c = Read(R"("use_sliding_window":true,"sliding_window":8)", type);  // default 28 full layers
+    EXPECT_EQ(c->layer_window, (std::vector<int>{0, 0}));
+    c = Read(R"("use_sliding_window":true,"sliding_window":8,"max_window_layers":0,)"
+             R"("is_causal":false)",
+             type);
+    EXPECT_EQ(c->layer_window, (std::vector<int>{9, 9}));
+    c = Read(R"("use_sliding_window":true,"sliding_window":8,)"
+             R"("layer_types":["sliding_attention","full_attention"])",
+             type);
+    EXPECT_EQ(c->layer_window, (std::vector<int>{8, 0}));
+    c = Read(R"("use_sliding_window":false,"sliding_window":8,"max_window_layers":0)", type);
+    EXPECT_EQ(c->layer_window, (std::vector<int>{0, 0}));
+  }
+}
+
+// Rotary scaling in both layouts, with transformers 5's precedence: rope_scaling over
+// rope_parameters, the object's rope_theta over the top-level one, rope_type over type.
+TEST(DecoderConfigTest, RotaryScalingLayoutsAndPrecedence) {
+  auto c = Read(R"("rope_theta":5e5,"rope_scaling":{"type":"linear","factor":2.0})", "llama");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->rope_scaling.type, RopeType::kLinear);
+  EXPECT_DOUBLE_EQ(c->rope_scaling.factor, 2.0);
+  EXPECT_DOUBLE_EQ(c->rope_theta, 5e5);
+  c = Read(R"("rope_parameters":{"rope_type":"llama3","factor":8,"low_freq_factor":1,)"
+           R"("high_freq_factor":4,"original_max_position_embeddings":8192,"rope_theta":5e5})",
+           "llama");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->rope_scaling.type, RopeType::kLlama3);
+  EXPECT_EQ(c->rope_scaling.original_max_positions, 8192);
+  EXPECT_DOUBLE_EQ(c->rope_scaling.high_freq_factor, 4.0);
+  c = Read(R"("rope_theta":1e4,"rope_scaling":{"type":"yarn","rope_type":"dynamic","factor":4,)"
+           R"("rope_theta":2e6},"rope_parameters":{"rope_type":"linear","factor":3})",
+           "qwen2");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->rope_scaling.type, RopeType::kDynamic);
+  EXPECT_DOUBLE_EQ(c->rope_scaling.factor, 4.0);
+  EXPECT_DOUBLE_EQ(c->rope_theta, 2e6);
+  EXPECT_EQ(c->rope_scaling.max_positions, 4096);
+  c = Read(R"("rope_scaling":{"type":"yarn","factor":4,"beta_fast":null,"truncate":false})",
+           "qwen2");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->rope_scaling.type, RopeType::kYarn);
+  EXPECT_EQ(c->rope_scaling.original_max_positions, 4096);  // max_position_embeddings
+  EXPECT_FALSE(c->rope_scaling.truncate);
+  c = Read(R"("rope_scaling":null,"rope_parameters":{"rope_theta":3e5,"rope_type":"default"})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->rope_scaling.type, RopeType::kDefault);
+  EXPECT_DOUBLE_EQ(c->rope_theta, 3e5);
 }
 
 TEST(DecoderConfigTest, KeyValueHeadsMustDivideHeads) {

@@ -219,7 +219,7 @@ TEST(ModelFamiliesTest, Qwen3Reranker) {
 }
 
 // The other Llama-style decoders on the same family: Qwen2 (q/k/v biases, no QK-norm), Mistral
-// (no biases; its sliding window caps the usable positions), Llama (every projection biased).
+// (no biases; a sliding window, here longer than any input), Llama (every projection biased).
 TEST(ModelFamiliesTest, Qwen2Embedder) {
   CheckModel("qwen2-embed", ModelTask::kEmbed, Pooling::kLastToken, true);
 }
@@ -228,7 +228,10 @@ TEST(ModelFamiliesTest, MistralEmbedder) {
   CheckModel("mistral-embed", ModelTask::kEmbed, Pooling::kMean, true);
   auto engine = Load("mistral-embed");
   ASSERT_NE(engine, nullptr);
-  EXPECT_EQ(engine->info().max_position_embeddings, 4096);  // the window, not 8192 positions
+  // The window (4096) no longer caps the positions; sentence_bert_config.json sets the limit.
+  EXPECT_EQ(engine->info().max_position_embeddings, 8192);
+  EXPECT_EQ(engine->info().max_seq_length, 1024);
+  EXPECT_EQ(engine->info().max_seq_length_source, "sentence_bert_config.json max_seq_length");
 }
 
 // e5-mistral-7b-instruct's form: float16 weights in shards that model.safetensors.index.json

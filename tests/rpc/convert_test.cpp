@@ -81,6 +81,7 @@ TEST(ConvertTest, InfoCarriesTheScorerAndOlderWorkersReadAsEmbedders) {
   scorer.info.score_activation = ScoreActivation::kIdentity;
   scorer.info.pair_format = PairFormat::kQwen3RerankerChat;
   scorer.info.causal = true;
+  scorer.info.max_seq_length_source = "tokenizer_config.json model_max_length";
   scorer.max_input_tokens = 512;
   v1::InfoResponse info;
   rpc::ToProto(scorer, 1024, &info);
@@ -93,6 +94,8 @@ TEST(ConvertTest, InfoCarriesTheScorerAndOlderWorkersReadAsEmbedders) {
   EXPECT_EQ(back->info.score_activation, ScoreActivation::kIdentity);
   EXPECT_EQ(back->info.pair_format, PairFormat::kQwen3RerankerChat);
   EXPECT_TRUE(back->info.causal);
+  EXPECT_EQ(back->info.max_seq_length, 512);
+  EXPECT_EQ(back->info.max_seq_length_source, "tokenizer_config.json model_max_length");
 
   // A dim that does not match the task's row width is refused.
   info.set_dim(32);

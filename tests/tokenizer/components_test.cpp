@@ -43,6 +43,30 @@ TEST(StripAccentsTest, RemovesEveryCombiningMarkWithoutDecomposing) {
             "Hello Dz fi n");
 }
 
+// TokenizerOptions::lowercase (sentence-transformers' do_lower_case): a Lowercase step before
+// the file's own normalizer, or alone when it has none; offsets still point into the raw text.
+TEST(LowercaseOptionTest, LowercasesBeforeTheFilesNormalizer) {
+  for (const char* normalizer : {"null", R"({"type":"NFC"})"}) {
+    SCOPED_TRACE(normalizer);
+    const std::string json =
+        std::string(R"({"version":"1.0","truncation":null,"padding":null,"added_tokens":[],)") +
+        R"("normalizer":)" + normalizer +
+        R"(,"pre_tokenizer":{"type":"WhitespaceSplit"},"post_processor":null,"decoder":null,)"
+        R"("model":{"type":"WordPiece","unk_token":"[UNK]","continuing_subword_prefix":"##",)"
+        R"("max_input_chars_per_word":100,"vocab":{"[UNK]":0,"hello":1,"Hello":2,"wörld":3}}})";
+    auto cased = Tokenizer::FromJson(json);
+    auto lower = Tokenizer::FromJson(json, "tokenizer.json", TokenizerOptions{true});
+    ASSERT_TRUE(cased.ok() && lower.ok());
+    Encoding enc;
+    ASSERT_TRUE((*cased)->Encode("Hello WÖRLD", {}, &enc).ok());
+    EXPECT_EQ(enc.ids, (std::vector<int32_t>{2, 0}));
+    ASSERT_TRUE((*lower)->Encode("Hello WÖRLD", {}, &enc).ok());
+    EXPECT_EQ(enc.ids, (std::vector<int32_t>{1, 3}));
+    ASSERT_EQ(enc.offsets.size(), 2u);
+    EXPECT_EQ(enc.offsets[1], (std::pair<uint32_t, uint32_t>{6, 12}));  // "WÖRLD": 6 bytes
+  }
+}
+
 TEST(SingleWordTest, WordCharactersAreRustRegexWord) {
   const std::string json =
       R"({"version":"1.0","truncation":null,"padding":null,"added_tokens":[{"id":2,"content":"xq",)"

@@ -145,8 +145,31 @@ Status CpuBackend::DoQkNormRope(ops::Buffer qkv, const ops::RopeOptions& o) {
     RmsNormHeads(pool_, k, ld, T, o.num_kv_heads, o.head_dim, kn.weight.data(), kn.eps);
   }
   const int32_t* positions = batch_->positions.data();
-  ApplyRope(pool_, q, ld, T, o.num_heads, o.head_dim, positions, o.theta, o.inv_freq_divisor);
-  ApplyRope(pool_, k, ld, T, o.num_kv_heads, o.head_dim, positions, o.theta, o.inv_freq_divisor);
+  float scale = 1.0f;
+  auto rotate = [&](int first, int rows) {
+    const size_t at = size_t(first) * size_t(ld);
+    ApplyRope(pool_, q + at, ld, rows, o.num_heads, o.head_dim, positions + first,
+              rope_inv_freq_.data(), scale);
+    ApplyRope(pool_, k + at, ld, rows, o.num_kv_heads, o.head_dim, positions + first,
+              rope_inv_freq_.data(), scale);
+  };
+  if (o.scaling.type == RopeType::kDynamic) {
+    // Each sequence's own length decides its frequencies, as when it runs alone in transformers
+    // (which grows them to the longest position of the whole batch).
+    const RaggedBatch& batch = *batch_;
+    for (int s = 0; s < batch.num_sequences(); ++s) {
+      const int first = batch.cu_seqlens[size_t(s)];
+      const int len = batch.cu_seqlens[size_t(s) + 1] - first;
+      ops::RopeInverseFrequencies(o.theta, o.head_dim, o.scaling, len, &rope_inv_freq_, &scale);
+      rotate(first, len);
+    }
+    return Status::Ok();
+  }
+  ops::RopeInverseFrequencies(o.theta, o.head_dim, o.scaling, 0, &rope_inv_freq_, &scale);
+  if (o.inv_freq_divisor != 1.0) {
+    for (float& f : rope_inv_freq_) f /= float(o.inv_freq_divisor);
+  }
+  rotate(0, T);
   return Status::Ok();
 }
 
@@ -167,7 +190,7 @@ Status CpuBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::Atte
     relative_bias_.Reserve(size_t(o.num_heads) * size_t(width));
     for (int d = -(span - 1); d <= span - 1; ++d) {
       const float* row = table.data() + size_t(ops::RelativePositionBucket(
-                                            d, o.relative_bias.rows, o.relative_max_distance)) *
+                                            d, o.relative_num_buckets, o.relative_max_distance)) *
                                             size_t(o.num_heads);
       for (int h = 0; h < o.num_heads; ++h) {
         relative_bias_.data()[size_t(h) * size_t(width) + size_t(d + span - 1)] = row[h];

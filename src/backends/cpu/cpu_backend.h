@@ -86,6 +86,7 @@ class CpuBackend final : public ops::Backend {
   std::vector<int32_t> shifted_positions_;
   Buffer<float> scores_, full_context_, relative_bias_, vocab_scratch_;
   std::vector<int32_t> relative_index_;  // DeBERTa: the table row of each distance, per batch
+  std::vector<float> rope_inv_freq_;     // QkNormRope's frequencies, per call (or sequence)
 };
 
 }  // namespace orchid

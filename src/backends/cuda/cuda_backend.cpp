@@ -373,6 +373,10 @@ Status CudaBackend::DoNorm(ops::Buffer in, ops::NormWeight w, ops::Buffer out) {
 Status CudaBackend::DoQkNormRope(ops::Buffer qkv, const ops::RopeOptions& o) {
   if (!is_bf16(qkv)) return Unsupported("QkNormRope on a bf16 buffer only");
   if (o.head_dim > 256) return Unsupported("QkNormRope with head_dim > 256");
+  if (o.scaling.type != RopeType::kDefault) {
+    return Unsupported(std::string("QkNormRope with ") + RopeTypeName(o.scaling.type) +
+                       " rotary scaling");
+  }
   const NormLayer* q = o.q_norm.valid() ? &norms_[size_t(o.q_norm.id)] : nullptr;
   const NormLayer* k = o.k_norm.valid() ? &norms_[size_t(o.k_norm.id)] : nullptr;
   if (q != nullptr && (q->kind != ops::NormKind::kRmsNorm || k->kind != ops::NormKind::kRmsNorm ||
