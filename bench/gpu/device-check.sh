@@ -87,11 +87,12 @@ unit-attn-ldmatrix       15  120  attention op check, V staged with ldmatrix.tra
 unit-attn-transposed     15  120  attention op check, V staged transposed (own process)
 unit-engine              25  180  engine tests on the carried all-MiniLM-L6-v2 (own process)
 fid-minilm               20  120  fidelity: all-MiniLM-L6-v2 (real weights) vs PyTorch bf16
-models                   35  180  random-weight BERT-base, XLM-R-base, Qwen3-0.6B (transformers)
+models                   40  180  random-weight BERT-base, XLM-R-base, DistilBERT, Qwen3-0.6B
 fid-qwen3-causal         30  150  fidelity: Qwen3-0.6B causal, lengths 1..4096
 fid-qwen3-bidir          30  150  fidelity: Qwen3-0.6B bidirectional, lengths 1..4096
 fid-bert-base            20  120  fidelity: BERT-base, lengths 1..512
 fid-xlmr-base            20  120  fidelity: XLM-R-base, lengths 1..512
+fid-distilbert-base      20  120  fidelity: DistilBERT-base (no token types), lengths 1..512
 memcheck                 30   60  compute-sanitizer memcheck on the attention/pooling/RoPE checks
 peak                     15   60  the card's bf16 GEMM rate (PyTorch, 8192^3)
 suite-orchid-minilm      15   90  orchid latency suite, all-MiniLM-L6-v2, graphs off / lazy
@@ -105,6 +106,7 @@ compile-qwen3           160  300  torch.compile(mode=reduce-overhead) latency 12
 "
 REQUIRED="deps build unit-ops unit-attn-ldmatrix unit-attn-transposed unit-engine models"
 REQUIRED+=" fid-minilm fid-qwen3-causal fid-qwen3-bidir fid-bert-base fid-xlmr-base"
+REQUIRED+=" fid-distilbert-base"
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -394,6 +396,11 @@ blk_fid_bert_base() {
 blk_fid_xlmr_base() {
   require_models
   fidelity xlmr-base "$M/xlmr-base" bert mean "$WORK/ids-bert.txt"
+}
+# An encoder without token types (issue 33): its embedding op runs without the type table.
+blk_fid_distilbert_base() {
+  require_models
+  fidelity distilbert-base "$M/distilbert-base" bert mean "$WORK/ids-bert.txt"
 }
 
 blk_memcheck() {

@@ -7,6 +7,8 @@ lent GPU machine; or a CPU with --device cpu and --small, to test this script).
       DIR/bert-base            BertModel, BERT-base sized (768 x 12 layers, 12 heads, 3072)
       DIR/xlmr-base            XLMRobertaModel, XLM-R-base sized but for a 30000-token
                                vocabulary (positions offset by padding_idx + 1 = 2)
+      DIR/distilbert-base      DistilBertModel, DistilBERT-base sized (768 x 6 layers, 12 heads,
+                               3072): an encoder without token types
       DIR/qwen3-0.6b-causal    Qwen3Model, Qwen3-0.6B sized (1024 x 28, 16 q / 8 kv heads of
                                128, 3072), causal
       DIR/qwen3-0.6b-bidir     the same weights, use_bidirectional_attention: true
@@ -83,12 +85,17 @@ def model_specs(small):
         # architecture (positions from padding_idx + 1), which the vocabulary does not change.
         xlmr = dict(vocab_size=30000, hidden_size=768, num_hidden_layers=12,
                     num_attention_heads=12, intermediate_size=3072)
+    # DistilBERT-base (no token-type table): the BERT shapes, half the layers, its own fields.
+    distil = dict(vocab_size=bert["vocab_size"], dim=bert["hidden_size"],
+                  n_layers=max(1, bert["num_hidden_layers"] // 2),
+                  n_heads=bert["num_attention_heads"], hidden_dim=bert["intermediate_size"],
+                  max_position_embeddings=512, activation="gelu", sinusoidal_pos_embds=False)
     bert.update(type_vocab_size=2, hidden_act="gelu", layer_norm_eps=1e-12)
     xlmr.update(max_position_embeddings=514, type_vocab_size=1, pad_token_id=1, bos_token_id=0,
                 eos_token_id=2, hidden_act="gelu", layer_norm_eps=1e-5)
     qwen.update(rms_norm_eps=1e-6, rope_theta=1000000.0, hidden_act="silu",
                 tie_word_embeddings=True, attention_bias=False, use_sliding_window=False)
-    return bert, qwen, xlmr
+    return bert, qwen, xlmr, distil
 
 
 def fix_config(path, updates, drop):
@@ -102,46 +109,41 @@ def fix_config(path, updates, drop):
 
 
 def make_models(args):
-    bert_spec, qwen_spec, xlmr_spec = model_specs(args.small)
+    bert_spec, qwen_spec, xlmr_spec, distil_spec = model_specs(args.small)
     if args.dry_run:
-        print(json.dumps({"bert": bert_spec, "qwen3": qwen_spec, "xlmr": xlmr_spec}, indent=2))
+        print(json.dumps({"bert": bert_spec, "qwen3": qwen_spec, "xlmr": xlmr_spec,
+                          "distilbert": distil_spec}, indent=2))
         return 0
     import torch
     import transformers
-    from transformers import (BertConfig, BertModel, Qwen3Config, Qwen3Model, XLMRobertaConfig,
-                              XLMRobertaModel)
+    from transformers import (BertConfig, BertModel, DistilBertConfig, DistilBertModel,
+                              Qwen3Config, Qwen3Model, XLMRobertaConfig, XLMRobertaModel)
     print(f"torch {torch.__version__}, transformers {transformers.__version__}", flush=True)
 
     torch.manual_seed(0)
     os.makedirs(args.out, exist_ok=True)
     dev = torch.device(args.device)
 
-    t0 = time.time()
-    cfg = BertConfig(**bert_spec)
-    with dev:
-        m = BertModel(cfg, add_pooling_layer=False)
-    m = m.to(torch.bfloat16)
-    d = os.path.join(args.out, "bert-base")
-    m.save_pretrained(d, safe_serialization=True)
-    fix_config(os.path.join(d, "config.json"),
-               {"architectures": ["BertModel"], "position_embedding_type": "absolute"}, [])
-    print(f"bert-base: {sum(p.numel() for p in m.parameters()) / 1e6:.1f}M params, "
-          f"{time.time() - t0:.1f}s", flush=True)
-    del m
+    def encoder(name, make, config_updates):
+        """An encoder built by make() on the device, saved in bf16 as DIR/name."""
+        t0 = time.time()
+        with dev:
+            m = make()
+        m = m.to(torch.bfloat16)
+        d = os.path.join(args.out, name)
+        m.save_pretrained(d, safe_serialization=True)
+        fix_config(os.path.join(d, "config.json"), config_updates, [])
+        print(f"{name}: {sum(p.numel() for p in m.parameters()) / 1e6:.1f}M params, "
+              f"{time.time() - t0:.1f}s", flush=True)
 
-    t0 = time.time()
-    cfg = XLMRobertaConfig(**xlmr_spec)
-    with dev:
-        m = XLMRobertaModel(cfg, add_pooling_layer=False)
-    m = m.to(torch.bfloat16)
-    d = os.path.join(args.out, "xlmr-base")
-    m.save_pretrained(d, safe_serialization=True)
-    fix_config(os.path.join(d, "config.json"),
-               {"architectures": ["XLMRobertaModel"], "model_type": "xlm-roberta",
-                "position_embedding_type": "absolute"}, [])
-    print(f"xlmr-base: {sum(p.numel() for p in m.parameters()) / 1e6:.1f}M params, "
-          f"{time.time() - t0:.1f}s", flush=True)
-    del m
+    encoder("bert-base", lambda: BertModel(BertConfig(**bert_spec), add_pooling_layer=False),
+            {"architectures": ["BertModel"], "position_embedding_type": "absolute"})
+    encoder("xlmr-base",
+            lambda: XLMRobertaModel(XLMRobertaConfig(**xlmr_spec), add_pooling_layer=False),
+            {"architectures": ["XLMRobertaModel"], "model_type": "xlm-roberta",
+             "position_embedding_type": "absolute"})
+    encoder("distilbert-base", lambda: DistilBertModel(DistilBertConfig(**distil_spec)),
+            {"architectures": ["DistilBertModel"], "model_type": "distilbert"})
 
     t0 = time.time()
     cfg = Qwen3Config(**qwen_spec)

@@ -398,57 +398,23 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
 
 Status CheckBackend(const ModelSpec& spec, BackendKind backend) {
   if (backend == BackendKind::kCpu) return Status::Ok();
-  // The CUDA backend's kernel limits (src/backends/cuda/ops.h, attention.cu): the row kernels
-  // keep a row in shared memory, the attention kernel is instantiated for a few head widths.
-  auto refuse = [&](const std::string& why) {
+  // What every op of the model needs is the CUDA backend's to say (backends/cuda/op_support.h,
+  // asked while the family is loaded and planned, before any batch). How a batch pools is the
+  // one thing an op call does not show: the pooling kernel has the default modes only, and
+  // cannot leave a prompt's tokens out.
+  auto refuse = [&spec](const std::string& why) {
     return Status::Unimplemented(spec.dir + " (" + spec.info.architecture +
                                  "): the cuda backend cannot serve it: " + why);
   };
-  const int hidden = spec.info.hidden_size;
-  const int head_dim = spec.family == FamilyKind::kBert          ? spec.bert.head_dim()
-                       : spec.family == FamilyKind::kRopeEncoder ? spec.rope_encoder.head_dim()
-                       : spec.family == FamilyKind::kModernBert  ? spec.modernbert.head_dim()
-                                                                 : spec.decoder.head_dim;
-  if (hidden > 12256) return refuse("hidden_size " + std::to_string(hidden) + " > 12256");
   const Pooling pooling = spec.info.default_pooling;
   if (pooling == Pooling::kMax || pooling == Pooling::kMeanSqrtLen ||
       pooling == Pooling::kWeightedMean) {
     return refuse(std::string("its pooling kernel has no ") + PoolingName(pooling) + " pooling");
   }
-  if (!spec.dense.empty()) return refuse("sentence-transformers Dense modules");
-  if (spec.info.sparse) return refuse("SPLADE's vocabulary max-pooling");
-  if (spec.family == FamilyKind::kModernBert) {
-    return refuse("ModernBERT's GeGLU and sliding-window attention");
-  }
-  if (spec.family == FamilyKind::kDeberta) {
-    return refuse("its attention kernel has no disentangled relative positions (DeBERTa-v2)");
-  }
-  if (spec.family == FamilyKind::kRopeEncoder &&
-      spec.rope_encoder.gate != RopeEncoderConfig::Gate::kSilu) {
-    return refuse("its MLP kernel has no GELU gate (GTE)");
-  }
-  if (spec.family == FamilyKind::kDecoder && spec.decoder.gemma) {
-    return refuse("Gemma 3's GeGLU, sliding-window attention and sublayer norms");
-  }
-  if (spec.family == FamilyKind::kDecoder) {
-    if (spec.decoder.rope_scaling.type != RopeType::kDefault) {
-      return refuse(std::string("its rotary kernel has no ") +
-                    RopeTypeName(spec.decoder.rope_scaling.type) + " scaling");
-    }
-    for (int w : spec.decoder.layer_window) {
-      // (the family drops windows that cannot cut an input of max_seq_length tokens)
-      if (w > 0 && w < spec.info.max_seq_length) {
-        return refuse("its attention kernel has no sliding window (" + std::to_string(w) +
-                      " tokens, inputs up to " + std::to_string(spec.info.max_seq_length) + ")");
-      }
-    }
-  }
-  if (spec.family == FamilyKind::kBert && spec.bert.layout == BertConfig::Layout::kMpnet) {
-    return refuse("its attention kernel has no relative position bias (MPNet)");
-  }
-  if (head_dim != 32 && head_dim != 64 && head_dim != 80 && head_dim != 96 && head_dim != 128) {
-    return refuse("attention head_dim " + std::to_string(head_dim) +
-                  " (supported: 32, 64, 80, 96, 128)");
+  if (!spec.info.include_prompt) {
+    return refuse(
+        "its pooling kernel cannot leave the prompt's tokens out (include_prompt: "
+        "false)");
   }
   return Status::Ok();
 }

@@ -70,8 +70,10 @@ struct ModelSpec {
 // architecture: the message lists what is supported; bad config: file and field).
 Result<ModelSpec> DescribeModel(const std::string& dir);
 
-// Ok when `backend` can serve the model; otherwise kUnimplemented naming the model, the backend
-// and what it lacks. Engines call this before loading anything.
+// What can be told of `backend` serving the model before loading it: kUnimplemented naming the
+// model, the backend and what it lacks, else Ok. For CUDA that is the pooling mode only; whether
+// its kernels run every op of the model is the backend's Supports() (backends/cuda/op_support.h),
+// asked while the engine loads and plans the model, before any batch. Engines call this first.
 Status CheckBackend(const ModelSpec& spec, BackendKind backend);
 
 // DIR/tokenizer.json.

@@ -19,6 +19,40 @@ const char* RowsName(Rows r) {
   return "?";
 }
 
+const char* OpKindName(OpKind k) {
+  switch (k) {
+    case OpKind::kAddLinear:
+      return "AddLinear";
+    case OpKind::kAddNorm:
+      return "AddNorm";
+    case OpKind::kEmbed:
+      return "Embed";
+    case OpKind::kLinear:
+      return "Linear";
+    case OpKind::kNorm:
+      return "Norm";
+    case OpKind::kQkNormRope:
+      return "QkNormRope";
+    case OpKind::kAttention:
+      return "Attention";
+    case OpKind::kGlu:
+      return "Glu";
+    case OpKind::kAdd:
+      return "Add";
+    case OpKind::kActivate:
+      return "Activate";
+    case OpKind::kGatherPooled:
+      return "GatherPooled";
+    case OpKind::kPool:
+      return "Pool";
+    case OpKind::kVocabMaxPool:
+      return "VocabMaxPool";
+    case OpKind::kNormalize:
+      return "Normalize";
+  }
+  return "?";
+}
+
 Status Backend::Check(bool ok, const char* op, const std::string& what) const {
   if (ok) return Status::Ok();
   return Status::Internal(std::string(name()) + " backend, " + op + ": " + what);
@@ -36,6 +70,10 @@ Result<LinearWeight> Backend::AddLinear(const Tensor& w, const Tensor* bias, Lin
   const int n = int(w.dim(0)), k = int(w.dim(1));
   ORCHID_CONTRACT(bias == nullptr || (bias->rank() == 1 && bias->dim(0) == n), "AddLinear",
                   "bias does not match the weight's rows");
+  OpCall call;
+  call.kind = OpKind::kAddLinear;
+  call.linear = LinearWeight{-1, n, k};
+  ORCHID_RETURN_IF_ERROR(Supports(call));
   ORCHID_ASSIGN_OR_RETURN(int id, DoAddLinear(w, bias, o));
   return LinearWeight{id, n, k};
 }
@@ -47,8 +85,12 @@ Result<NormWeight> Backend::AddNorm(NormKind kind, const Tensor& weight, const T
                   "a LayerNorm has a bias, an RMSNorm none");
   ORCHID_CONTRACT(bias == nullptr || bias->dim(0) == weight.dim(0), "AddNorm",
                   "bias and weight differ in width");
+  OpCall call;
+  call.kind = OpKind::kAddNorm;
+  call.norm = NormWeight{-1, int(weight.dim(0)), kind, eps};
+  ORCHID_RETURN_IF_ERROR(Supports(call));
   ORCHID_ASSIGN_OR_RETURN(int id, DoAddNorm(kind, weight, bias, eps));
-  return NormWeight{id, int(weight.dim(0))};
+  return NormWeight{id, int(weight.dim(0)), kind, eps};
 }
 
 Result<Table> Backend::AddTable(Tensor t) {
@@ -70,6 +112,15 @@ std::string Describe(const BufferDecl& d) {
 }
 }  // namespace
 
+// The call of `kind` on buffers a (and b), for Supports().
+OpCall Backend::Call(OpKind kind, Buffer a, Buffer b) const {
+  OpCall call;
+  call.kind = kind;
+  call.buffers[0] = &decl(a);
+  if (b.valid()) call.buffers[1] = &decl(b);
+  return call;
+}
+
 Status Backend::Embed(const EmbedOp& op, Buffer out) {
   const BufferDecl& o = decl(out);
   ORCHID_CONTRACT(op.word.valid(), "Embed", "no word table");
@@ -79,6 +130,9 @@ Status Backend::Embed(const EmbedOp& op, Buffer out) {
                   "position table width");
   ORCHID_CONTRACT(!op.type.valid() || op.type.width == o.width, "Embed", "token type table width");
   ORCHID_CONTRACT(!op.norm.valid() || op.norm.width == o.width, "Embed", "norm width");
+  OpCall call = Call(OpKind::kEmbed, out);
+  call.embed = &op;
+  ORCHID_RETURN_IF_ERROR(Supports(call));
   return DoEmbed(op, out);
 }
 
@@ -90,6 +144,10 @@ Status Backend::Linear(Buffer in, LinearWeight w, Buffer out, Epilogue e) {
   ORCHID_CONTRACT(i.width == w.k && o.width == w.n, "Linear",
                   Describe(i) + " -> " + Describe(o) + " with a [" + std::to_string(w.n) + ", " +
                       std::to_string(w.k) + "] weight");
+  OpCall call = Call(OpKind::kLinear, in, out);
+  call.linear = w;
+  call.epilogue = e;
+  ORCHID_RETURN_IF_ERROR(Supports(call));
   return DoLinear(in, w, out, e);
 }
 
@@ -98,6 +156,9 @@ Status Backend::Norm(Buffer in, NormWeight w, Buffer out) {
   ORCHID_CONTRACT(w.valid(), "Norm", "no norm weight");
   ORCHID_CONTRACT(i.rows == o.rows && i.width == w.width && o.width == w.width, "Norm",
                   Describe(i) + " -> " + Describe(o) + " with width " + std::to_string(w.width));
+  OpCall call = Call(OpKind::kNorm, in, out);
+  call.norm = w;
+  ORCHID_RETURN_IF_ERROR(Supports(call));
   return DoNorm(in, w, out);
 }
 
@@ -120,6 +181,9 @@ Status Backend::QkNormRope(Buffer qkv, const RopeOptions& r) {
                        ((s.type != RopeType::kLlama3 && s.type != RopeType::kYarn) ||
                         s.original_max_positions > 0)),
                   "QkNormRope", std::string("rotary scaling ") + RopeTypeName(s.type));
+  OpCall call = Call(OpKind::kQkNormRope, qkv);
+  call.rope = &r;
+  ORCHID_RETURN_IF_ERROR(Supports(call));
   return DoQkNormRope(qkv, r);
 }
 
@@ -181,6 +245,9 @@ Status Backend::Attention(Buffer qkv, Buffer out, const AttentionOptions& a) {
       "Attention", Describe(o) + " is not [tokens or pooled, heads]");
   ORCHID_CONTRACT(o.rows == Rows::kTokens || prune_last_layer(), "Attention",
                   "pooled rows asked for on a batch that is not pruned");
+  OpCall call = Call(OpKind::kAttention, qkv, out);
+  call.attention = &a;
+  ORCHID_RETURN_IF_ERROR(Supports(call));
   return DoAttention(qkv, out, a);
 }
 
@@ -188,12 +255,16 @@ Status Backend::Glu(Buffer gate_up, Buffer out, Gate gate) {
   const BufferDecl &g = decl(gate_up), &o = decl(out);
   ORCHID_CONTRACT(g.rows == o.rows && g.width == 2 * o.width, "Glu",
                   Describe(g) + " -> " + Describe(o));
+  OpCall call = Call(OpKind::kGlu, gate_up, out);
+  call.gate = gate;
+  ORCHID_RETURN_IF_ERROR(Supports(call));
   return DoGlu(gate_up, out, gate);
 }
 
 Status Backend::Add(Buffer in, Buffer out) {
   const BufferDecl &i = decl(in), &o = decl(out);
   ORCHID_CONTRACT(i.rows == o.rows && i.width == o.width, "Add", Describe(i) + " + " + Describe(o));
+  ORCHID_RETURN_IF_ERROR(Supports(Call(OpKind::kAdd, in, out)));
   return DoAdd(in, out);
 }
 
@@ -204,16 +275,25 @@ Status Backend::VocabMaxPool(Buffer hidden, LinearWeight w, Buffer out) {
       "VocabMaxPool",
       Describe(h) + " x [" + std::to_string(w.n) + ", " + std::to_string(w.k) + "] -> " +
           Describe(o));
+  OpCall call = Call(OpKind::kVocabMaxPool, hidden, out);
+  call.linear = w;
+  ORCHID_RETURN_IF_ERROR(Supports(call));
   return DoVocabMaxPool(hidden, w, out);
 }
 
 Status Backend::Normalize(Buffer x) {
   ORCHID_CONTRACT(decl(x).rows == Rows::kSequences, "Normalize",
                   Describe(decl(x)) + " is not [sequences, width]");
+  ORCHID_RETURN_IF_ERROR(Supports(Call(OpKind::kNormalize, x)));
   return DoNormalize(x);
 }
 
-Status Backend::Activate(Buffer x, Activation a) { return DoActivate(x, a); }
+Status Backend::Activate(Buffer x, Activation a) {
+  OpCall call = Call(OpKind::kActivate, x);
+  call.activation = a;
+  ORCHID_RETURN_IF_ERROR(Supports(call));
+  return DoActivate(x, a);
+}
 
 Status Backend::GatherPooled(Buffer tokens, Buffer pooled) {
   const BufferDecl &t = decl(tokens), &p = decl(pooled);
@@ -221,6 +301,7 @@ Status Backend::GatherPooled(Buffer tokens, Buffer pooled) {
                       t.precision == p.precision,
                   "GatherPooled", Describe(t) + " -> " + Describe(p));
   ORCHID_CONTRACT(prune_last_layer(), "GatherPooled", "the batch is not pruned");
+  ORCHID_RETURN_IF_ERROR(Supports(Call(OpKind::kGatherPooled, tokens, pooled)));
   return DoGatherPooled(tokens, pooled);
 }
 
@@ -229,6 +310,9 @@ Status Backend::Pool(Buffer hidden, Buffer out, bool normalize) {
   ORCHID_CONTRACT(h.rows != Rows::kSequences && o.rows == Rows::kSequences && h.width == o.width &&
                       o.precision == Precision::kAccumulator,
                   "Pool", Describe(h) + " -> " + Describe(o));
+  OpCall call = Call(OpKind::kPool, hidden, out);
+  call.normalize = normalize;
+  ORCHID_RETURN_IF_ERROR(Supports(call));
   return DoPool(hidden, out, normalize);
 }
 

@@ -60,6 +60,8 @@ enum class NormKind : uint8_t { kLayerNorm, kRmsNorm };
 struct NormWeight {
   int id = -1;  // < 0: none (optional norms)
   int width = 0;
+  NormKind kind = NormKind::kLayerNorm;  // as added (AddNorm)
+  float eps = 0.0f;
   bool valid() const { return id >= 0; }
 };
 struct Table {
@@ -152,10 +154,58 @@ struct RopeOptions {
   NormWeight q_norm, k_norm;  // RMSNorm over head_dim; both or neither
 };
 
+// The op contract's calls, as OpCall names them (the load-time weight additions too).
+enum class OpKind : uint8_t {
+  kAddLinear,
+  kAddNorm,
+  kEmbed,
+  kLinear,
+  kNorm,
+  kQkNormRope,
+  kAttention,
+  kGlu,
+  kAdd,
+  kActivate,
+  kGatherPooled,
+  kPool,
+  kVocabMaxPool,
+  kNormalize,
+};
+const char* OpKindName(OpKind k);
+
+// One call of the op contract with everything that decides whether a backend can run it: the
+// op, its buffers' declarations (in argument order), its options and the load-time facts of the
+// weights it names (a linear layer's shape, a norm's kind and epsilon). Built by Backend for
+// every call and handed to Supports() before the backend's Do*: a description only, pointing
+// at the caller's arguments (valid during the call).
+struct OpCall {
+  OpKind kind = OpKind::kLinear;
+  const BufferDecl* buffers[2] = {nullptr, nullptr};  // in argument order; unused: null
+  LinearWeight linear;                                // kAddLinear, kLinear, kVocabMaxPool
+  NormWeight norm;                                    // kAddNorm, kNorm
+  Epilogue epilogue = Epilogue::kNone;                // kLinear
+  Gate gate = Gate::kSilu;                            // kGlu
+  Activation activation = Activation::kTanh;          // kActivate
+  bool normalize = false;                             // kPool
+  const EmbedOp* embed = nullptr;                     // kEmbed
+  const AttentionOptions* attention = nullptr;        // kAttention
+  const RopeOptions* rope = nullptr;                  // kQkNormRope
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
+
+  // Whether this backend runs `call`: Ok, or kUnimplemented saying what it lacks. A pure
+  // function of the call (no device, no batch), asked before every op and weight addition, so
+  // that a model the backend cannot serve is refused while it is loaded and planned, before
+  // any batch; tests ask it of a recording of a forward pass (backends/cuda/op_support.h).
+  // Default: everything.
+  virtual Status Supports(const OpCall& call) const {
+    (void)call;
+    return Status::Ok();
+  }
 
   // --- load time ------------------------------------------------------------------------
   Result<LinearWeight> AddLinear(const Tensor& w, const Tensor* bias, LinearOptions o = {});
@@ -223,6 +273,7 @@ class Backend {
 
  private:
   Status Check(bool ok, const char* op, const std::string& what) const;
+  OpCall Call(OpKind kind, Buffer a, Buffer b = Buffer{}) const;
   std::vector<BufferDecl> decls_;
 };
 

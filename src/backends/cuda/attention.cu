@@ -326,10 +326,7 @@ AttentionVLoad DefaultAttentionVLoad() {
   return v;
 }
 
-bool AttentionHeadDimSupported(int head_dim) {
-  return head_dim == 32 || head_dim == 64 || head_dim == 80 || head_dim == 96 || head_dim == 128;
-}
-
+// The head widths instantiated here are the ones op_support.h's AttentionHeadDimSupported admits.
 cudaError_t PrepareAttentionKernels() {
   cudaError_t e;
   if ((e = Prepare<32>()) != cudaSuccess) return e;

@@ -68,6 +68,7 @@
 #include <vector>
 
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/op_support.h"
 #include "backends/cuda/ops.h"
 #include "core/status.h"
 #include "core/tensor.h"
@@ -97,6 +98,9 @@ class CudaBackend final : public ops::Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   const char* name() const override { return "cuda"; }
+  // What the kernels accept: op_support.h's Supports(), asked before every op (so a model the
+  // kernels cannot run is refused while it is loaded and planned).
+  Status Supports(const ops::OpCall& call) const override { return cuda::Supports(call); }
 
   // Creates the cuBLASLt handle and workspace on the current device. Before any weight.
   Status Init();

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backends/cuda/op_support.h"
 #include "backends/cuda/ops.h"
 
 namespace orchid::cuda {
@@ -33,7 +34,7 @@ constexpr int kRowThreads = 256;  // multiple of 32
 constexpr int kRedFloats = 32;
 constexpr size_t kDefaultSmemBytes = 48 * 1024;
 constexpr int kMaxRowFloats = int((kDefaultSmemBytes - kRedFloats * sizeof(float)) / sizeof(float));
-static_assert(kMaxRowFloats == 12256);
+static_assert(kMaxRowFloats == kMaxRowWidth);  // what op_support.h admits
 static_assert(size_t(kMaxRowFloats) * sizeof(float) + kRedFloats * sizeof(float) <=
               kDefaultSmemBytes);
 
@@ -64,11 +65,16 @@ __global__ void __launch_bounds__(kRowThreads)
   __shared__ float red[kRedFloats];
   const size_t t = blockIdx.x;
   const bf16* w = word + size_t(ids[t]) * H;
-  const bf16* p = pos_table + size_t(positions[t] + pos_offset) * H;
-  const bf16* ty = type_table + size_t(types != nullptr ? types[t] : 0) * H;
+  // Optional tables (block-uniform): null, no term.
+  const bf16* p =
+      pos_table != nullptr ? pos_table + size_t(positions[t] + pos_offset) * H : nullptr;
+  const bf16* ty =
+      type_table != nullptr ? type_table + size_t(types != nullptr ? types[t] : 0) * H : nullptr;
   float s = 0.f;
   for (int j = threadIdx.x; j < H; j += blockDim.x) {
-    const float v = __bfloat162float(w[j]) + __bfloat162float(p[j]) + __bfloat162float(ty[j]);
+    float v = __bfloat162float(w[j]);
+    if (p != nullptr) v += __bfloat162float(p[j]);
+    if (ty != nullptr) v += __bfloat162float(ty[j]);
     row[j] = v;
     s += v;
   }

@@ -27,7 +27,8 @@ using bf16 = __nv_bfloat16;
 // BERT embeddings + LayerNorm, one row per token t < T:
 //   e = word[ids[t]] + pos_table[positions[t] + pos_offset] + type_table[types ? types[t] : 0]
 //   out[t] = (e - mean(e)) / sqrt(var(e) + eps) * gamma + beta        (biased variance)
-// word/pos_table/type_table: [*, H] bf16; gamma/beta: [H] fp32; out: [T, H] bf16.
+// word/pos_table/type_table: [*, H] bf16; gamma/beta: [H] fp32; out: [T, H] bf16. pos_table and
+// type_table may be null: no such term (DistilBERT has no token types, NomicBERT no positions).
 // Indices are trusted (the engine validates batches on the host before copying them).
 cudaError_t EmbedLayerNorm(const int32_t* ids, const int32_t* types, const int32_t* positions,
                            int pos_offset, const bf16* word, const bf16* pos_table,
@@ -143,6 +144,6 @@ cudaError_t RaggedFlashAttention(const bf16* qkv, const int32_t* cu_seqlens,
 // does it once per process on its first call; call it explicitly before any graph capture.
 cudaError_t PrepareAttentionKernels();
 // Whether RaggedFlashAttention supports this head dimension.
-bool AttentionHeadDimSupported(int head_dim);
+// (AttentionHeadDimSupported: backends/cuda/op_support.h.)
 
 }  // namespace orchid::cuda

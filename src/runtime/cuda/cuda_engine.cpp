@@ -260,7 +260,16 @@ Status CudaEngine::Init(const std::string& dir) {
   ORCHID_CUDA_TRY(PrepareAttentionKernels());
   backend_ = std::make_unique<CudaBackend>(stream_);
   ORCHID_RETURN_IF_ERROR(backend_->Init());
-  ORCHID_ASSIGN_OR_RETURN(family_, LoadFamily(spec, *backend_));
+  // The backend refuses an op its kernels lack (op_support.h) while the family adds its
+  // weights and, below, while it plans: either way before any batch, naming the model.
+  auto refusal = [&spec](const Status& st) {
+    if (st.code() != StatusCode::kUnimplemented) return st;
+    return Status::Unimplemented(spec.dir + " (" + spec.info.architecture +
+                                 "): the cuda backend cannot serve it: " + st.message());
+  };
+  auto family = LoadFamily(spec, *backend_);
+  if (!family.ok()) return refusal(family.status());
+  family_ = std::move(*family);
   const ops::BufferDecl& out = backend_->decl(family_->output());
   if (out.rows != ops::Rows::kSequences || out.width != out_dim_ ||
       out.precision != ops::Precision::kAccumulator) {
@@ -272,7 +281,9 @@ Status CudaEngine::Init(const std::string& dir) {
   max_seqs_ = SequenceBucket(opt_.max_batch_sequences);
   // The family's op sequence once unpruned and once pruned, nothing launched: sizes the
   // backend's scratch and refuses an op form the backend lacks now rather than on a batch.
-  ORCHID_RETURN_IF_ERROR(backend_->Plan([this] { return family_->Forward(*backend_); }));
+  if (Status st = backend_->Plan([this] { return family_->Forward(*backend_); }); !st.ok()) {
+    return refusal(st);
+  }
   ORCHID_RETURN_IF_ERROR(backend_->Allocate(max_tokens_, max_seqs_));
 
   // The largest input block over the buckets is the one of the largest buckets.

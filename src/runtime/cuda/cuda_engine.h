@@ -1,8 +1,8 @@
-// The CUDA engine: BF16 forward passes on one GPU of any model the registry describes and
-// CheckBackend(kCuda) accepts, behind the same Engine interface as the CPU engine. The family
-// (src/families: BERT / XLM-RoBERTa encoders and cross-encoders, Qwen3 embedders and
-// Qwen3-Reranker) is the same code the CPU runs; it runs here on the CUDA backend
-// (src/backends/cuda/cuda_backend.h).
+// The CUDA engine: BF16 forward passes on one GPU of any model the registry describes,
+// CheckBackend(kCuda) accepts and whose every op the CUDA kernels run (backends/cuda/
+// op_support.h; README's model table lists the families), behind the same Engine interface as
+// the CPU engine. The family (src/families) is the same code the CPU runs; it runs here on the
+// CUDA backend (src/backends/cuda/cuda_backend.h).
 //
 // - Weights are uploaded once, converted to bf16 (from fp32/bf16/fp16 safetensors); norm
 //   parameters stay fp32.
@@ -64,10 +64,10 @@ bool CudaDeviceAvailable(std::string* why);
 
 // Loads DIR (config.json, model.safetensors, sentence-transformers files) onto the GPU.
 // Supported: what the registry (description/registry.h) describes and CheckBackend(kCuda)
-// accepts: BERT / XLM-RoBERTa embedders and *ForSequenceClassification cross-encoders, Qwen3
-// embedders (causal or bidirectional, pplx-embed) and Qwen3-Reranker, with an attention
-// head_dim of 32, 64, 80, 96 or 128 and hidden_size <= 12256; anything else is refused here
-// with the registry's error (kUnimplemented naming the model and what is missing).
+// accepts (the pooling modes), whose every op the CUDA kernels run (op_support.h, asked while
+// the family is loaded and planned: README's model table says which families that is);
+// anything else is refused here, before any batch, with kUnimplemented naming the model, the
+// op and what the kernels lack.
 // kUnavailable when no CUDA device can be used.
 Result<std::unique_ptr<Engine>> MakeCudaEngine(const std::string& model_dir,
                                                const CudaEngineOptions& options = {});
