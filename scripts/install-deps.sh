@@ -9,7 +9,7 @@
 set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build ccache pkg-config git
-  libboost1.81-dev libsimdjson-dev libopenblas-dev
+  libboost1.81-dev libsimdjson-dev libopenblas-dev libdnnl-dev
   libspdlog-dev libfmt-dev libcli11-dev libutf8proc-dev libpcre2-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   python3 python3-venv python3-pip

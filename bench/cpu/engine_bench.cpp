@@ -24,8 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cpu_engine.h"
 #include "description/registry.h"
+#include "runtime/cpu_engine.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 
@@ -53,7 +54,7 @@ int main(int argc, char** argv) {
   app.add_option("--model", model_dir, "model directory")->required();
   app.add_option("--ids", ids_path, "JSONL file of cases")->required();
   app.add_option("--threads", threads, "engine threads (0 = all cores)");
-  app.add_option("--dtype", dtype, "linear layers: float32 or bfloat16");
+  app.add_option("--dtype", dtype, "linear layers: float32, bfloat16 or int8");
   app.add_option("--gemm", gemm, "float32 products: packed (orchid's kernel) or blas (OpenBLAS)");
   app.add_option("--warmup", warmup, "warm-up runs per case");
   app.add_option("--min-iters", min_iters, "minimum timed runs per case");
@@ -95,12 +96,30 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return 1;
   }
+  // --dtype int8 calibrates and checks itself on the built-in texts, as `orchid serve` does
+  // (the gate's verdict is printed, not enforced: the driver measures fidelity itself).
+  std::unique_ptr<orchid::Tokenizer> tokenizer;
+  load.num_threads = threads;
+  if (load.linear_weights == orchid::WeightType::kInt8) {
+    auto tok = orchid::Tokenizer::FromFile(model_dir + "/tokenizer.json");
+    if (!tok.ok()) {
+      std::fprintf(stderr, "%s\n", tok.status().ToString().c_str());
+      return 1;
+    }
+    tokenizer = std::move(*tok);
+    load.int8.tokenizer = tokenizer.get();
+    load.int8.serve_anyway = true;
+  }
   auto model = orchid::LoadModel(model_dir, load);
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", model.status().ToString().c_str());
     return 1;
   }
   const orchid::ModelInfo info = (*model)->info();
+  if (info.fidelity.samples > 0) {
+    std::fprintf(stderr, "int8 against float32 on %d built-in texts: mean cosine %.6f, min %.6f\n",
+                 info.fidelity.samples, info.fidelity.mean_cosine, info.fidelity.min_cosine);
+  }
   auto engine = orchid::MakeCpuEngine(std::move(model).value(), {.num_threads = threads});
 
   auto make_batch = [&](const Case& c) {

@@ -6,8 +6,9 @@
 // shape is run --warmup times, then --reps timed times; one JSON line per shape:
 //   {"name", "k", "n", "m", "threads", "ms": [...]}
 // x, W and b are seeded uniform random numbers (speed does not depend on the values).
-// --peak instead prints {"peak_gflops": ...}: one core's fp32 FMA rate, measured with twelve
-// independent 8-wide AVX2 FMA chains (registers only), the ceiling any GEMM here can approach.
+// --peak instead prints {"peak_gflops": ..., "vnni_peak_gops": ...}: one core's fp32 FMA rate,
+// measured with twelve independent 8-wide AVX2 FMA chains (registers only), the ceiling any fp32
+// GEMM here can approach, and its AVX512-VNNI int8 rate likewise (0 without VNNI).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -106,6 +107,49 @@ double FmaPeakGflops() {
 #endif
 }
 
+// One core's int8 multiply-add rate with AVX512-VNNI: twelve independent vpdpbusd zmm chains
+// (64 u8 x s8 products each), registers only; 0 without AVX512-VNNI. In int8 ops (2 per
+// multiply-add), the ceiling of the int8 GEMM on a VNNI CPU without AMX.
+double VnniPeakGops() {
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("avx512vnni")) return 0.0;
+  double best = 0.0;
+  for (int round = 0; round < 3; ++round) {
+    long iters = 50000000;
+    const long total = iters;
+    const auto t0 = std::chrono::steady_clock::now();
+    __asm__ volatile(
+        "vpxord %%zmm0, %%zmm0, %%zmm0\n\t"
+        "vpxord %%zmm1, %%zmm1, %%zmm1\n"
+        "1:\n\t"
+        "vpdpbusd %%zmm0, %%zmm1, %%zmm4\n\t"
+        "vpdpbusd %%zmm0, %%zmm1, %%zmm5\n\t"
+        "vpdpbusd %%zmm0, %%zmm1, %%zmm6\n\t"
+        "vpdpbusd %%zmm0, %%zmm1, %%zmm7\n\t"
+        "vpdpbusd %%zmm0, %%zmm1, %%zmm8\n\t"
+        "vpdpbusd %%zmm0, %%zmm1, %%zmm9\n\t"
+        "vpdpbusd %%zmm0, %%zmm1, %%zmm10\n\t"
+        "vpdpbusd %%zmm0, %%zmm1, %%zmm11\n\t"
+        "vpdpbusd %%zmm0, %%zmm1, %%zmm12\n\t"
+        "vpdpbusd %%zmm0, %%zmm1, %%zmm13\n\t"
+        "vpdpbusd %%zmm0, %%zmm1, %%zmm14\n\t"
+        "vpdpbusd %%zmm0, %%zmm1, %%zmm15\n\t"
+        "dec %[n]\n\t"
+        "jnz 1b\n\t"
+        "vzeroupper\n\t"
+        : [n] "+r"(iters)
+        :
+        : "xmm0", "xmm1", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
+          "xmm13", "xmm14", "xmm15", "cc");
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, double(total) * 12 * 128 / s / 1e9);  // 12 x 64 lanes x 2 ops
+  }
+  return best;
+#else
+  return 0.0;
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -121,12 +165,14 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed runs per shape");
   app.add_option("--reps", reps, "timed runs per shape");
   app.add_option("--gemm", gemm,
-                 "packed (orchid's kernel), blas (OpenBLAS) or bfloat16 (the packed kernel on "
-                 "bfloat16 weights, as --dtype bfloat16)")
-      ->check(CLI::IsMember({"packed", "blas", "bfloat16"}));
+                 "packed (orchid's kernel), blas (OpenBLAS), bfloat16 (the packed kernel on "
+                 "bfloat16 weights, as --dtype bfloat16) or int8 (oneDNN's int8 matmul with the "
+                 "per-token quantization around it, as --dtype int8, without smoothing)")
+      ->check(CLI::IsMember({"packed", "blas", "bfloat16", "int8"}));
   CLI11_PARSE(app, argc, argv);
   if (peak) {
-    std::printf("{\"peak_gflops\":%.2f}\n", FmaPeakGflops());
+    std::printf("{\"peak_gflops\":%.2f,\"vnni_peak_gops\":%.2f}\n", FmaPeakGflops(),
+                VnniPeakGops());
     return 0;
   }
   std::vector<Shape> shapes;
@@ -145,6 +191,7 @@ int main(int argc, char** argv) {
         orchid::PackedWeight::Pack(w.data(), s.n, s.k,
                                    gemm == "blas"       ? orchid::WeightType::kFloat32Blas
                                    : gemm == "bfloat16" ? orchid::WeightType::kBfloat16
+                                   : gemm == "int8"     ? orchid::WeightType::kInt8
                                                         : orchid::WeightType::kFloat32);
     std::vector<double> ms;
     for (int i = 0; i < warmup + reps; ++i) {

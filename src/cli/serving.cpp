@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "backends/cpu/int8_linear.h"
 #include "backends/cpu/packed_gemm.h"
 #include "backends/cpu/vec_math.h"
 #include "runtime/cpu_engine.h"
@@ -85,8 +86,23 @@ void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* f) {
   cmd->add_option("--dtype", f->dtype,
                   "CPU engine: float32 (default), or bfloat16 linear layers (weights and their "
                   "inputs rounded to bfloat16, fp32 accumulation: half the weight memory, about "
-                  "float32's speed with AVX2 or AVX-512). The CUDA engine runs bfloat16 only.")
-      ->check(CLI::IsMember({"float32", "bfloat16", "fp32", "bf16"}));
+                  "float32's speed with AVX2 or AVX-512), or int8 (weights per output channel, "
+                  "inputs per token, on oneDNN's int8 matmul; calibrated and checked against "
+                  "float32 at start-up, see --int8-min-mean-cosine). The CUDA engine runs "
+                  "bfloat16 only.")
+      ->check(CLI::IsMember({"float32", "bfloat16", "fp32", "bf16", "int8"}));
+  cmd->add_option("--int8-min-mean-cosine", f->int8_min_mean_cosine,
+                  "--dtype int8: at start-up the model embeds built-in texts in float32 and in "
+                  "int8; it refuses to start when the mean cosine between the two is below this")
+      ->capture_default_str()
+      ->check(CLI::Range(-1.0, 1.0));
+  cmd->add_option("--int8-min-cosine", f->int8_min_cosine,
+                  "--dtype int8: ... or when the smallest cosine is below this")
+      ->capture_default_str()
+      ->check(CLI::Range(-1.0, 1.0));
+  cmd->add_flag("--int8-serve-anyway", f->int8_serve_anyway,
+                "--dtype int8: serve even when the start-up check is below the thresholds (the "
+                "measured fidelity is still logged and reported by /info)");
   cmd->add_option("--gemm", f->gemm,
                   "CPU engine, float32 products: packed (orchid's AVX2/AVX-512 kernel on "
                   "weights packed at load), blas (OpenBLAS cblas_sgemm for the linear layers "
@@ -249,6 +265,22 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
   } else if (flags.device == "cpu") {
     LoadOptions lo;
     lo.linear_weights = dtype;
+    lo.num_threads = flags.threads;
+    std::unique_ptr<Tokenizer> sample_tokenizer;  // encodes int8's built-in texts
+    if (lo.linear_weights == WeightType::kInt8) {
+      spdlog::info("--dtype int8: the linear layers multiply int8 on oneDNN's {} kernels",
+                   OneDnnIsa());
+      auto tok = LoadModelTokenizer(dir, "");
+      if (!tok.ok()) {
+        return Status(tok.status().code(),
+                      "--dtype int8 needs the model's tokenizer: " + tok.status().message());
+      }
+      sample_tokenizer = std::move(*tok);
+      lo.int8.tokenizer = sample_tokenizer.get();
+      lo.int8.min_mean_cosine = flags.int8_min_mean_cosine;
+      lo.int8.min_cosine = flags.int8_min_cosine;
+      lo.int8.serve_anyway = flags.int8_serve_anyway;
+    }
     if (lo.linear_weights == WeightType::kBfloat16) {
       // Bf16DotInUse() runs the once-per-process probe now rather than in the first request.
       const char* how = simd::HasAvx512Bf16()
@@ -268,12 +300,26 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
     if (!model.ok()) {
       return Status(model.status().code(), "cannot load model: " + model.status().message());
     }
+    if (const ModelInfo::Fidelity& f = (*model)->info().fidelity; f.samples > 0) {
+      const bool below =
+          f.mean_cosine < flags.int8_min_mean_cosine || f.min_cosine < flags.int8_min_cosine;
+      const std::string what = fmt::format(
+          "{}: --dtype int8 against float32 on {} built-in texts: mean cosine {:.6f}, minimum "
+          "{:.6f}",
+          dir, f.samples, f.mean_cosine, f.min_cosine);
+      if (below) {
+        spdlog::warn("{} (below the thresholds; served because of --int8-serve-anyway)", what);
+      } else {
+        spdlog::info("{}", what);
+      }
+    }
     out.engine = MakeCpuEngine(std::move(*model), CpuEngineOptions{flags.threads});
   } else {
     return Status::InvalidArgument("--device must be cpu or cuda, not " + flags.device);
   }
   out.model.info = out.engine->info();
   ModelInfo& info = out.model.info;
+  if (info.dtype.empty()) info.dtype = flags.device == "cuda" ? "bfloat16" : "float32";
   out.model.max_input_tokens =
       info.max_seq_length > 0 ? info.max_seq_length : info.max_position_embeddings;
   if (auto fp = rpc::FingerprintFile(TokenizerPath(dir)); fp.ok()) {

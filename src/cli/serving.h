@@ -42,7 +42,11 @@ struct SchedulerFlags {
   int threads = 0;                   // engine compute threads; 0 = all cores
   std::string device = "cpu";        // "cpu" | "cuda"
   std::string cuda_graphs = "lazy";  // "off" | "lazy" | "eager-capture-all"
-  std::string dtype;                 // "" (the engine's own) | "float32" | "bfloat16"
+  std::string dtype;                 // "" (the engine's own) | "float32" | "bfloat16" | "int8"
+  // --dtype int8's fidelity gate (runtime/cpu_engine.h, Int8Options).
+  double int8_min_mean_cosine = 0.999;
+  double int8_min_cosine = 0.995;
+  bool int8_serve_anyway = false;
   std::string gemm;                  // "" (auto) | "auto" | "packed" | "blas"
   std::string scheduling = "priority";  // "priority" | "fcfs"
   std::string max_batch_time = "auto";  // "auto" (measured at start) | milliseconds (0: none)
@@ -50,7 +54,8 @@ struct SchedulerFlags {
 };
 
 // --max-batch-tokens, --max-batch-sequences, --max-queued-tokens, --pipeline-depth, --threads,
-// --device, --cuda-graphs, --dtype, --gemm, --scheduling, --max-batch-time, --query-max-inputs,
+// --device, --cuda-graphs, --dtype, --int8-min-mean-cosine, --int8-min-cosine,
+// --int8-serve-anyway, --gemm, --scheduling, --max-batch-time, --query-max-inputs,
 // --query-max-tokens.
 void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* flags);
 // --query-max-inputs, --query-max-tokens (also on `gateway`, which classes requests for its

@@ -82,6 +82,18 @@ struct ModelInfo {
   // (the gateway counts them: EmbedRequest::pool_skip).
   bool include_prompt = true;
 
+  // How the engine multiplies the transformer's linear layers: "float32", "bfloat16" or "int8"
+  // (empty: not told, from older workers).
+  std::string dtype;
+  // --dtype int8: the start-up fidelity check (runtime/cpu_engine.h), the cosine between the
+  // int8 and the float32 outputs of the same model over built-in texts. samples 0: not measured.
+  struct Fidelity {
+    int samples = 0;
+    double mean_cosine = 0.0;
+    double min_cosine = 0.0;
+  };
+  Fidelity fidelity;
+
   // Width of the rows the engine returns: hidden_size for embedders, num_labels for scorers.
   int output_dim() const {
     return task == ModelTask::kScore ? num_labels

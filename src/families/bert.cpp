@@ -175,7 +175,7 @@ Status Bert::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b
     ORCHID_ASSIGN_OR_RETURN(l.inter, b.AddLinear(w, &bias));
     ORCHID_ASSIGN_OR_RETURN(w, r.Read(name(n.out, "weight"), {H, I}));
     ORCHID_ASSIGN_OR_RETURN(bias, r.Read(name(n.out, "bias"), {H}));
-    ORCHID_ASSIGN_OR_RETURN(l.out, b.AddLinear(w, &bias));
+    ORCHID_ASSIGN_OR_RETURN(l.out, b.AddLinear(w, &bias, {.outlier_input = true}));
     ORCHID_RETURN_IF_ERROR(r.ReadNorm(p + n.out_norm, H, &g, &beta));
     ORCHID_ASSIGN_OR_RETURN(l.out_norm, b.AddNorm(ops::NormKind::kLayerNorm, g, &beta, eps));
   }

@@ -113,10 +113,11 @@ Status Deberta::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend
     ORCHID_ASSIGN_OR_RETURN(*bias, r.Read(base + ".bias", {n}));
     return Status::Ok();
   };
-  auto linear = [&](const std::string& base, int64_t n, int64_t k) -> Result<ops::LinearWeight> {
+  auto linear = [&](const std::string& base, int64_t n, int64_t k,
+                    ops::LinearOptions o = {}) -> Result<ops::LinearWeight> {
     Tensor w, bias;
     ORCHID_RETURN_IF_ERROR(read_linear(base, n, k, &w, &bias));
-    return b.AddLinear(w, &bias);
+    return b.AddLinear(w, &bias, o);
   };
 
   Tensor t;
@@ -180,7 +181,7 @@ Status Deberta::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend
     ORCHID_ASSIGN_OR_RETURN(l.attn_out, linear(p + "attention.output.dense", H, H));
     ORCHID_ASSIGN_OR_RETURN(l.attn_norm, norm(p + "attention.output.LayerNorm"));
     ORCHID_ASSIGN_OR_RETURN(l.inter, linear(p + "intermediate.dense", I, H));
-    ORCHID_ASSIGN_OR_RETURN(l.out, linear(p + "output.dense", H, I));
+    ORCHID_ASSIGN_OR_RETURN(l.out, linear(p + "output.dense", H, I, {.outlier_input = true}));
     ORCHID_ASSIGN_OR_RETURN(l.out_norm, norm(p + "output.LayerNorm"));
   }
 

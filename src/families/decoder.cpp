@@ -160,7 +160,8 @@ Status Decoder::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend
       ORCHID_ASSIGN_OR_RETURN(l.gate_up, b.AddLinear(Concat0({&g, &u}), nullptr));
     }
     ORCHID_ASSIGN_OR_RETURN(w, r.Read(p + "mlp.down_proj.weight", {H, I}));
-    ORCHID_ASSIGN_OR_RETURN(l.down, b.AddLinear(w, c_.mlp_bias ? &bias : nullptr));
+    ORCHID_ASSIGN_OR_RETURN(l.down,
+                            b.AddLinear(w, c_.mlp_bias ? &bias : nullptr, {.outlier_input = true}));
     ORCHID_ASSIGN_OR_RETURN(l.input_norm, add_norm(p + "input_layernorm.weight", H));
     ORCHID_ASSIGN_OR_RETURN(l.post_attention_norm,
                             add_norm(p + "post_attention_layernorm.weight", H));

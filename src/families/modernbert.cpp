@@ -80,14 +80,14 @@ Status ModernBert::Load(const ModelSpec& spec, const Checkpoint& file, ops::Back
     return b.AddNorm(ops::NormKind::kLayerNorm, g, &beta, c_.norm_eps);
   };
   // A linear layer [n, k], its bias only when `bias`.
-  auto linear = [&](const std::string& base, int64_t n, int64_t k,
-                    bool bias) -> Result<ops::LinearWeight> {
+  auto linear = [&](const std::string& base, int64_t n, int64_t k, bool bias,
+                    ops::LinearOptions o = {}) -> Result<ops::LinearWeight> {
     Tensor w, bv;
     ORCHID_ASSIGN_OR_RETURN(w, r.Read(base + ".weight", {n, k}));
     if (bias) {
       ORCHID_ASSIGN_OR_RETURN(bv, r.Read(base + ".bias", {n}));
     }
-    return b.AddLinear(w, bias ? &bv : nullptr);
+    return b.AddLinear(w, bias ? &bv : nullptr, o);
   };
 
   Tensor t;
@@ -105,7 +105,7 @@ Status ModernBert::Load(const ModelSpec& spec, const Checkpoint& file, ops::Back
     ORCHID_ASSIGN_OR_RETURN(l.o, linear(p + "attn.Wo", H, H, c_.attention_bias));
     ORCHID_ASSIGN_OR_RETURN(l.mlp_norm, norm(p + "mlp_norm"));
     ORCHID_ASSIGN_OR_RETURN(l.wi, linear(p + "mlp.Wi", 2 * I, H, c_.mlp_bias));
-    ORCHID_ASSIGN_OR_RETURN(l.wo, linear(p + "mlp.Wo", H, I, c_.mlp_bias));
+    ORCHID_ASSIGN_OR_RETURN(l.wo, linear(p + "mlp.Wo", H, I, c_.mlp_bias, {.outlier_input = true}));
     l.window = c_.layer_window[size_t(i)];
   }
   ORCHID_ASSIGN_OR_RETURN(final_norm_, norm("final_norm"));

@@ -96,14 +96,14 @@ Status RopeEncoder::Load(const ModelSpec& spec, const Checkpoint& file, ops::Bac
     ORCHID_RETURN_IF_ERROR(r.ReadNorm(base, H, &g, &beta));
     return b.AddNorm(ops::NormKind::kLayerNorm, g, &beta, eps);
   };
-  auto linear = [&](const std::string& base, int64_t n, int64_t k,
-                    bool bias) -> Result<ops::LinearWeight> {
+  auto linear = [&](const std::string& base, int64_t n, int64_t k, bool bias,
+                    ops::LinearOptions o = {}) -> Result<ops::LinearWeight> {
     Tensor w, bv;
     ORCHID_ASSIGN_OR_RETURN(w, r.Read(base + ".weight", {n, k}));
     if (bias) {
       ORCHID_ASSIGN_OR_RETURN(bv, r.Read(base + ".bias", {n}));
     }
-    return b.AddLinear(w, bias ? &bv : nullptr);
+    return b.AddLinear(w, bias ? &bv : nullptr, o);
   };
 
   Tensor t;
@@ -136,7 +136,8 @@ Status RopeEncoder::Load(const ModelSpec& spec, const Checkpoint& file, ops::Bac
       const Tensor bias = c_.mlp_in_bias ? Concat0({&gb, &ub}) : Tensor();
       ORCHID_ASSIGN_OR_RETURN(l.gate_up,
                               b.AddLinear(Concat0({&gate, &up}), c_.mlp_in_bias ? &bias : nullptr));
-      ORCHID_ASSIGN_OR_RETURN(l.down, linear(p + "mlp.fc2", H, I, c_.mlp_out_bias));
+      ORCHID_ASSIGN_OR_RETURN(
+          l.down, linear(p + "mlp.fc2", H, I, c_.mlp_out_bias, {.outlier_input = true}));
       ORCHID_ASSIGN_OR_RETURN(l.mlp_norm, norm(p + "norm2"));
     } else {
       const std::string p = "encoder.layer." + n + ".";
@@ -145,7 +146,8 @@ Status RopeEncoder::Load(const ModelSpec& spec, const Checkpoint& file, ops::Bac
       ORCHID_ASSIGN_OR_RETURN(l.attn_norm, norm(p + "attn_ln"));
       ORCHID_ASSIGN_OR_RETURN(t, r.Read(p + "mlp.up_gate_proj.weight", {2 * I, H}));
       ORCHID_ASSIGN_OR_RETURN(l.gate_up, b.AddLinear(SwapHalves(t), nullptr));
-      ORCHID_ASSIGN_OR_RETURN(l.down, linear(p + "mlp.down_proj", H, I, c_.mlp_out_bias));
+      ORCHID_ASSIGN_OR_RETURN(
+          l.down, linear(p + "mlp.down_proj", H, I, c_.mlp_out_bias, {.outlier_input = true}));
       ORCHID_ASSIGN_OR_RETURN(l.mlp_norm, norm(p + "mlp_ln"));
     }
   }

@@ -819,6 +819,22 @@ void Router::CohereRerank(std::string body, const Scheduling& client, const Repl
   });
 }
 
+// "dtype" (named `key`) and "fidelity" (int8_fidelity in openapi.json): how the engine
+// multiplies and, for --dtype int8, the start-up check against float32.
+static void WriteDtype(const ModelInfo& info, const char* key, JsonWriter* w) {
+  if (!info.dtype.empty()) w->Key(key).String(info.dtype);
+  w->Key("fidelity");
+  if (info.fidelity.samples <= 0) {
+    w->Null();
+    return;
+  }
+  w->BeginObject().Key("reference").String("float32");
+  w->Key("samples").Int(info.fidelity.samples);
+  w->Key("mean_cosine").Float(float(info.fidelity.mean_cosine));
+  w->Key("min_cosine").Float(float(info.fidelity.min_cosine));
+  w->EndObject();
+}
+
 // One model as OpenAI's model object, with orchid's "task": embed, rerank (one label) or
 // classify (several).
 void Router::WriteModel(const RoutedModel& m, JsonWriter* w) const {
@@ -831,6 +847,7 @@ void Router::WriteModel(const RoutedModel& m, JsonWriter* w) const {
   const ModelInfo& info = m.embed->model_info();
   w->Key("max_input_length").Int(m.embed->max_seq_length());
   w->Key("max_input_length_source").String(info.max_seq_length_source);
+  WriteDtype(info, "dtype", w);
   w->EndObject();
 }
 
@@ -904,6 +921,7 @@ HttpResponse Router::Info() const {
   w.Key("max_input_length").Int(m.max_seq_length());
   // Where that limit comes from (a model file and field, or --max-batch-tokens).
   w.Key("max_input_length_source").String(info.max_seq_length_source);
+  WriteDtype(info, "model_dtype", &w);
   w.Key("max_client_batch_size").Int(int64_t(kMaxClientBatchSize));
   w.Key("auto_truncate").Bool(m.auto_truncate());
   w.Key("version").String(std::string("orchid ") + ORCHID_VERSION_STRING);

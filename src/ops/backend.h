@@ -72,8 +72,12 @@ struct Table {
 
 struct LinearOptions {
   // Classifier heads: kept at full precision where the backend would otherwise reduce it (the
-  // CPU's bfloat16 weights). CUDA runs every product in bf16.
+  // CPU's bfloat16 and int8 weights). CUDA runs every product in bf16.
   bool full_precision = false;
+  // The FFN's output projection, whose input (after the activation) has the few large channels
+  // that per-token int8 quantization spoils: a backend quantizing activations treats it with
+  // more care (the CPU's int8 mode sizes its fp32 outlier channels for it: cpu_backend.h).
+  bool outlier_input = false;
 };
 
 enum class Epilogue : uint8_t {

@@ -296,6 +296,10 @@ void ToProto(const WorkerModel& model, int max_batch_tokens, v1::InfoResponse* o
   out->set_exclude_prompt(!model.info.include_prompt);
   out->set_max_input_tokens(uint32_t(model.max_input_tokens));
   out->set_max_input_length_source(model.info.max_seq_length_source);
+  out->set_dtype(model.info.dtype);
+  out->set_fidelity_samples(uint32_t(std::max(0, model.info.fidelity.samples)));
+  out->set_fidelity_mean_cosine(model.info.fidelity.mean_cosine);
+  out->set_fidelity_min_cosine(model.info.fidelity.min_cosine);
   out->set_vocab_size(model.info.vocab_size);
   out->set_default_pooling(ToProto(model.info.default_pooling));
   out->set_default_normalize(model.info.default_normalize);
@@ -366,6 +370,10 @@ Result<WorkerModel> FromProto(const v1::InfoResponse& in) {
   m.max_input_tokens = int(in.max_input_tokens());
   m.info.max_seq_length = m.max_input_tokens;
   m.info.max_seq_length_source = in.max_input_length_source();
+  m.info.dtype = in.dtype();
+  m.info.fidelity.samples = int(std::min<uint32_t>(in.fidelity_samples(), 1u << 30));
+  m.info.fidelity.mean_cosine = in.fidelity_mean_cosine();
+  m.info.fidelity.min_cosine = in.fidelity_min_cosine();
   m.info.max_position_embeddings = m.max_input_tokens;
   ORCHID_ASSIGN_OR_RETURN(m.info.default_pooling, FromProto(in.default_pooling(), Pooling::kMean));
   m.info.default_normalize = in.default_normalize();

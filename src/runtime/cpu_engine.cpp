@@ -1,7 +1,9 @@
 #include "runtime/cpu_engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -14,6 +16,7 @@
 #include "backends/cpu/thread_pool.h"
 #include "description/registry.h"
 #include "families/family.h"
+#include "runtime/int8_samples.h"
 
 namespace orchid {
 namespace {
@@ -147,6 +150,8 @@ class FamilyModel final : public Model {
   FamilyModel(ModelInfo info, std::unique_ptr<CpuBackend> backend, std::unique_ptr<Family> family)
       : info_(std::move(info)), backend_(std::move(backend)), family_(std::move(family)) {}
   const ModelInfo& info() const override { return info_; }
+  ModelInfo* mutable_info() { return &info_; }
+  CpuBackend* backend() { return backend_.get(); }
   Status Run(const RaggedBatch& batch, ThreadPool* pool, float* out, bool prune) override {
     backend_->SetThreadPool(pool);
     backend_->Begin(batch, prune);
@@ -174,10 +179,100 @@ class FamilyModel final : public Model {
   }
 
  private:
-  const ModelInfo info_;
+  ModelInfo info_;
   std::unique_ptr<CpuBackend> backend_;
   std::unique_ptr<Family> family_;
 };
+
+// What the int8 gate compares for each sequence of `batch`: the output row (embedders), or
+// the last hidden states of all its tokens (scorers: one or a few logits say little of the
+// body's fidelity). rows[s] is the sequence's vector.
+Status GateOutputs(FamilyModel* model, const RaggedBatch& batch, ThreadPool* pool,
+                   std::vector<std::vector<float>>* rows) {
+  const ModelInfo& info = model->info();
+  rows->assign(size_t(batch.num_sequences()), {});
+  if (info.task == ModelTask::kScore) {
+    const size_t width = size_t(info.hidden_size);
+    std::vector<float> hidden(size_t(batch.num_tokens()) * width);
+    ORCHID_RETURN_IF_ERROR(model->Hidden(batch, pool, hidden.data()));
+    for (int s = 0; s < batch.num_sequences(); ++s) {
+      (*rows)[size_t(s)].assign(
+          hidden.begin() + ptrdiff_t(size_t(batch.cu_seqlens[size_t(s)]) * width),
+          hidden.begin() + ptrdiff_t(size_t(batch.cu_seqlens[size_t(s) + 1]) * width));
+    }
+    return Status::Ok();
+  }
+  const size_t width = size_t(info.output_dim());
+  std::vector<float> out(size_t(batch.num_sequences()) * width);
+  ORCHID_RETURN_IF_ERROR(model->Run(batch, pool, out.data(), true));
+  for (int s = 0; s < batch.num_sequences(); ++s) {
+    (*rows)[size_t(s)].assign(out.begin() + ptrdiff_t(size_t(s) * width),
+                              out.begin() + ptrdiff_t(size_t(s + 1) * width));
+  }
+  return Status::Ok();
+}
+
+double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ab += double(a[i]) * double(b[i]);
+    aa += double(a[i]) * double(a[i]);
+    bb += double(b[i]) * double(b[i]);
+  }
+  if (aa == 0 && bb == 0) return 1.0;
+  if (aa == 0 || bb == 0) return 0.0;
+  return ab / std::sqrt(aa * bb);
+}
+
+// --dtype int8: calibrates, quantizes and checks the model (cpu_engine.h, Int8Options).
+Status QuantizeInt8(FamilyModel* model, const Int8Options& o, int num_threads) {
+  if (o.tokenizer == nullptr) {
+    model->backend()->FinishInt8();
+    return Status::Ok();
+  }
+  const ModelInfo& info = model->info();
+  size_t max_length = size_t(std::max(1, o.max_length));
+  const int limit = info.max_seq_length > 0 ? info.max_seq_length : info.max_position_embeddings;
+  if (limit > 0) max_length = std::min(max_length, size_t(limit));
+  ORCHID_ASSIGN_OR_RETURN(
+      RaggedBatch calibration,
+      EncodeSampleBatch(*o.tokenizer, Int8CalibrationTexts(), max_length, info));
+  ORCHID_ASSIGN_OR_RETURN(RaggedBatch gate,
+                          EncodeSampleBatch(*o.tokenizer, Int8GateTexts(), max_length, info));
+  ThreadPool pool(num_threads > 0 ? num_threads : int(std::thread::hardware_concurrency()));
+  if (calibration.num_sequences() > 0) {
+    std::vector<float> out(size_t(calibration.num_sequences()) * size_t(info.output_dim()));
+    // Unpruned, so that the last layer's every row is measured.
+    ORCHID_RETURN_IF_ERROR(model->Run(calibration, &pool, out.data(), false));
+  }
+  std::vector<std::vector<float>> reference, quantized;
+  if (gate.num_sequences() > 0) ORCHID_RETURN_IF_ERROR(GateOutputs(model, gate, &pool, &reference));
+  model->backend()->FinishInt8();
+  if (gate.num_sequences() == 0) return Status::Ok();
+  ORCHID_RETURN_IF_ERROR(GateOutputs(model, gate, &pool, &quantized));
+  ModelInfo::Fidelity f;
+  f.samples = gate.num_sequences();
+  f.min_cosine = 1.0;
+  double sum = 0;
+  for (size_t s = 0; s < reference.size(); ++s) {
+    const double c = Cosine(reference[s], quantized[s]);
+    sum += c;
+    f.min_cosine = std::min(f.min_cosine, c);
+  }
+  f.mean_cosine = sum / double(f.samples);
+  model->mutable_info()->fidelity = f;
+  if ((f.mean_cosine < o.min_mean_cosine || f.min_cosine < o.min_cosine) && !o.serve_anyway) {
+    char buf[512];
+    std::snprintf(buf, sizeof(buf),
+                  "--dtype int8 is not faithful enough for this model: against float32 on %d "
+                  "built-in texts, mean cosine %.6f (required %.6f) and minimum %.6f (required "
+                  "%.6f). Serve it in float32 or bfloat16, lower --int8-min-mean-cosine / "
+                  "--int8-min-cosine, or pass --int8-serve-anyway",
+                  f.samples, f.mean_cosine, o.min_mean_cosine, f.min_cosine, o.min_cosine);
+    return Status::FailedPrecondition(buf);
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -186,8 +281,14 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptio
   ORCHID_RETURN_IF_ERROR(CheckBackend(spec, BackendKind::kCpu));
   auto backend = std::make_unique<CpuBackend>(options.linear_weights);
   ORCHID_ASSIGN_OR_RETURN(std::unique_ptr<Family> family, LoadFamily(spec, *backend));
-  return std::unique_ptr<Model>(
-      std::make_unique<FamilyModel>(spec.info, std::move(backend), std::move(family)));
+  spec.info.dtype = options.linear_weights == WeightType::kFloat32Blas
+                        ? "float32"
+                        : WeightTypeName(options.linear_weights);
+  auto model = std::make_unique<FamilyModel>(spec.info, std::move(backend), std::move(family));
+  if (options.linear_weights == WeightType::kInt8) {
+    ORCHID_RETURN_IF_ERROR(QuantizeInt8(model.get(), options.int8, options.num_threads));
+  }
+  return std::unique_ptr<Model>(std::move(model));
 }
 
 std::unique_ptr<Engine> MakeCpuEngine(std::unique_ptr<Model> model, CpuEngineOptions options) {

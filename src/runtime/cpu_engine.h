@@ -20,6 +20,7 @@
 namespace orchid {
 
 class ThreadPool;  // backends/cpu/thread_pool.h
+class Tokenizer;   // tokenizer/tokenizer.h
 
 // What the CPU engine runs: one loaded model. Run() is called from one thread at a time.
 class Model {
@@ -43,9 +44,29 @@ class Model {
   }
 };
 
+// --dtype int8 at load. The model first runs in float32 on the calibration texts
+// (int8_samples.h), which measures each int8 layer's input range per channel (the SmoothQuant
+// factors, cpu_backend.h); then on the gate texts in float32, is quantized, and runs them again
+// in int8. The cosine between the two outputs of each text (embedders: the embedding; scorers:
+// the last hidden states of all its tokens, which the head reads) is ModelInfo::fidelity.
+// Below min_mean_cosine or min_cosine, LoadModel refuses the model (FailedPrecondition, naming
+// the numbers) unless serve_anyway.
+struct Int8Options {
+  // Encodes the texts (the model's own tokenizer). Null: no calibration (plain per-channel
+  // weights, no smoothing) and no gate; for tests and benchmarks that measure it themselves.
+  const Tokenizer* tokenizer = nullptr;
+  double min_mean_cosine = 0.999;
+  double min_cosine = 0.995;
+  bool serve_anyway = false;
+  // Tokens per text at most (and the model's own limit).
+  int max_length = 256;
+};
+
 struct LoadOptions {
   // How the transformer's linear layers are stored and multiplied (linear.h); heads stay fp32.
   WeightType linear_weights = WeightType::kFloat32;
+  Int8Options int8;     // kInt8 only
+  int num_threads = 0;  // threads for what runs at load (the int8 calibration); 0 = all cores
 };
 
 // The model in DIR (config.json, model.safetensors, sentence-transformers files) on the CPU

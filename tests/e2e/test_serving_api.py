@@ -455,15 +455,16 @@ def test_serve_refuses_ambiguous_model_names():
         assert message in p.stdout + p.stderr, (args, p.stdout, p.stderr)
 
 
-def test_serve_refuses_float32_on_cuda():
-    """The CUDA engine is bfloat16 only: asking it for float32 is refused at start-up (before any
-    GPU is looked for), not silently ignored."""
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_serve_refuses_other_dtypes_on_cuda(dtype):
+    """The CUDA engine is bfloat16 only: asking it for float32 or int8 is refused at start-up
+    (before any GPU is looked for), not silently ignored."""
     import subprocess
 
     from support import ORCHID_BIN
 
     p = subprocess.run([str(ORCHID_BIN), "serve", "--port", "0", "--model", str(ORCHID_MODEL),
-                        "--device", "cuda", "--dtype", "float32"],
+                        "--device", "cuda", "--dtype", dtype],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
     assert "the CUDA engine runs bfloat16 only" in p.stdout + p.stderr, (p.stdout, p.stderr)

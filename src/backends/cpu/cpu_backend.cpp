@@ -1,5 +1,6 @@
 #include "backends/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -54,10 +55,20 @@ int CpuBackend::rows(ops::Buffer b) const {
 }
 
 Result<int> CpuBackend::DoAddLinear(const Tensor& w, const Tensor* bias, ops::LinearOptions o) {
-  const WeightType type = o.full_precision && linear_weights_ == WeightType::kBfloat16
-                              ? WeightType::kFloat32
-                              : linear_weights_;
+  WeightType type = linear_weights_;
+  if (o.full_precision &&
+      (linear_weights_ == WeightType::kBfloat16 || linear_weights_ == WeightType::kInt8)) {
+    type = WeightType::kFloat32;
+  }
   LinearLayer l;
+  l.final_type = type;
+  l.outlier_input = o.outlier_input;
+  if (calibrating_ && type != WeightType::kFloat32) {
+    // Packed fp32 until FinishInt8 quantizes the row-major copy kept beside it.
+    type = WeightType::kFloat32;
+    l.raw.assign(w.data(), w.data() + w.numel());
+    l.input_amax.assign(size_t(w.dim(1)), 0.0f);
+  }
   l.weight = PackedWeight::Pack(w.data(), int(w.dim(0)), int(w.dim(1)), type);
   if (bias != nullptr) {
     l.bias = Copy(*bias);
@@ -65,6 +76,51 @@ Result<int> CpuBackend::DoAddLinear(const Tensor& w, const Tensor* bias, ops::Li
   }
   linears_.push_back(std::move(l));
   return int(linears_.size()) - 1;
+}
+
+void CpuBackend::FinishInt8(float alpha) {
+  if (!calibrating_) return;
+  calibrating_ = false;
+  for (LinearLayer& l : linears_) {
+    if (l.final_type != WeightType::kInt8) continue;  // the heads: fp32 from the start
+    const float* w = l.raw.data();
+    const int n = l.weight.n(), k = l.weight.k();
+    // SmoothQuant: c = amax_x^alpha / amax_w^(1 - alpha) per input channel.
+    std::vector<float> c(size_t(k), 1.0f);
+    bool calibrated = false;
+    for (int j = 0; j < k; ++j) calibrated = calibrated || l.input_amax[size_t(j)] > 0;
+    if (calibrated) {
+      std::vector<float> wmax(size_t(k), 0.0f);
+      for (int r = 0; r < n; ++r) {
+        for (int j = 0; j < k; ++j) {
+          wmax[size_t(j)] = std::max(wmax[size_t(j)], std::fabs(w[size_t(r) * size_t(k) + j]));
+        }
+      }
+      for (int j = 0; j < k; ++j) {
+        const float xa = l.input_amax[size_t(j)], wa = wmax[size_t(j)];
+        if (xa > 0 && wa > 0) {
+          c[size_t(j)] =
+              std::pow(std::max(xa, 1e-5f), alpha) / std::pow(std::max(wa, 1e-5f), 1 - alpha);
+        }
+      }
+    }
+    std::vector<int> outliers;
+    // The channels whose smoothed inputs still reach furthest stay out of int8 (their
+    // products run in fp32): 1% of a layer's inputs, 0.5% of the FFN output projection's
+    // (which has 4x as many). Measured on all-MiniLM-L6-v2 / all-mpnet-base-v2, mean cosine
+    // against fp32 over the gate texts: none 0.99931 / 0.99862, these 0.99967 / 0.99955.
+    const int count = std::min(256, int((l.outlier_input ? 0.005f : 0.01f) * float(k)));
+    if (calibrated && count > 0) {
+      std::vector<std::pair<float, int>> a;
+      for (int j = 0; j < k; ++j) a.emplace_back(l.input_amax[size_t(j)] / c[size_t(j)], j);
+      std::partial_sort(a.begin(), a.begin() + count, a.end(), std::greater<>());
+      for (int i = 0; i < count; ++i) outliers.push_back(a[size_t(i)].second);
+      std::sort(outliers.begin(), outliers.end());
+    }
+    l.weight = PackedWeight::QuantizeInt8(w, n, k, calibrated ? c.data() : nullptr, outliers);
+    l.input_amax = {};
+    l.raw = {};
+  }
 }
 
 Result<int> CpuBackend::DoAddNorm(ops::NormKind kind, const Tensor& weight, const Tensor* bias,
@@ -113,7 +169,16 @@ Status CpuBackend::DoEmbed(const ops::EmbedOp& op, ops::Buffer out) {
 }
 
 Status CpuBackend::DoLinear(ops::Buffer in, ops::LinearWeight w, ops::Buffer out, ops::Epilogue e) {
-  const LinearLayer& l = linears_[size_t(w.id)];
+  LinearLayer& l = linears_[size_t(w.id)];
+  if (!l.input_amax.empty()) {  // calibrating an int8 layer: its inputs' channel magnitudes
+    const float* x = data(in);
+    const int k = decl(in).width;
+    for (int r = 0; r < rows(in); ++r, x += k) {
+      for (int j = 0; j < k; ++j) {
+        l.input_amax[size_t(j)] = std::max(l.input_amax[size_t(j)], std::fabs(x[j]));
+      }
+    }
+  }
   LinearEpilogue epilogue = LinearEpilogue::kNone;
   if (e == ops::Epilogue::kGelu) epilogue = LinearEpilogue::kGelu;
   if (e == ops::Epilogue::kResidualAdd) epilogue = LinearEpilogue::kAccumulate;

@@ -10,6 +10,14 @@
 // Per batch: Begin(batch) sizes the buffers for its tokens, pooled rows and sequences and
 // decides whether the last layer is pruned (pooling reads fewer rows than all the tokens).
 // Thread safety: one batch at a time, from one thread.
+//
+// kInt8 loads in two steps. Until FinishInt8(), every layer keeps its fp32 weights and runs in
+// fp32 (a model so loaded computes the fp32 reference), and each layer that will be int8
+// records the largest magnitude of every input channel over the batches it runs (the
+// calibration). FinishInt8() then quantizes every linear layer but the heads (int8_linear.h):
+// SmoothQuant factors c = amax_x^alpha / amax_w^(1 - alpha) per input channel, and the
+// channels whose smoothed inputs still reach furthest (1% of them; 0.5% for the FFN output
+// projection, LinearOptions::outlier_input) multiplied in fp32 beside the int8 product.
 #pragma once
 
 #include <vector>
@@ -24,7 +32,8 @@ namespace orchid {
 
 class CpuBackend final : public ops::Backend {
  public:
-  explicit CpuBackend(WeightType linear_weights) : linear_weights_(linear_weights) {}
+  explicit CpuBackend(WeightType linear_weights)
+      : linear_weights_(linear_weights), calibrating_(linear_weights == WeightType::kInt8) {}
   const char* name() const override { return "cpu"; }
 
   void SetThreadPool(ThreadPool* pool) { pool_ = pool; }
@@ -34,6 +43,14 @@ class CpuBackend final : public ops::Backend {
   bool prune_last_layer() const override { return prune_; }
   // A buffer's rows for the current batch.
   const float* data(ops::Buffer b) const { return buffers_[size_t(b.id)].data(); }
+
+  // kInt8: whether the layers still run in fp32, calibrating (FinishInt8 not called yet).
+  bool calibrating() const { return calibrating_; }
+  // kInt8: quantizes the layers (above), with smoothing factors
+  // c[k] = amax_x[k]^alpha / amax_w[k]^(1 - alpha) from the calibration (1 for a channel that
+  // stayed zero; without calibration batches none, and no outlier channels either). After it
+  // the model runs in int8.
+  void FinishInt8(float alpha = 0.5f);
 
  protected:
   Result<int> DoAddLinear(const Tensor& w, const Tensor* bias, ops::LinearOptions o) override;
@@ -60,6 +77,13 @@ class CpuBackend final : public ops::Backend {
     PackedWeight weight;
     Tensor bias;  // empty: none
     bool has_bias = false;
+    // kInt8 while calibrating: the type the layer becomes, whether its input is the FFN's
+    // activation (LinearOptions::outlier_input), and the largest |x| seen per input channel
+    // (int8 layers only).
+    WeightType final_type = WeightType::kFloat32;
+    bool outlier_input = false;
+    std::vector<float> input_amax;
+    std::vector<float> raw;  // the fp32 weights, row-major, until they are quantized
   };
   struct NormLayer {
     ops::NormKind kind = ops::NormKind::kLayerNorm;
@@ -71,6 +95,7 @@ class CpuBackend final : public ops::Backend {
   float* mut(ops::Buffer b) { return buffers_[size_t(b.id)].data(); }
 
   WeightType linear_weights_;
+  bool calibrating_ = false;  // kInt8 until FinishInt8
   ThreadPool* pool_ = nullptr;
   std::vector<LinearLayer> linears_;
   std::vector<NormLayer> norms_;

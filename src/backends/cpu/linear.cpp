@@ -58,6 +58,8 @@ bool ParseWeightType(const std::string& name, WeightType* out) {
     *out = WeightType::kFloat32;
   } else if (name == "bfloat16" || name == "bf16") {
     *out = WeightType::kBfloat16;
+  } else if (name == "int8") {
+    *out = WeightType::kInt8;
   } else {
     return false;
   }
@@ -70,6 +72,8 @@ const char* WeightTypeName(WeightType type) {
       return "bfloat16";
     case WeightType::kFloat32Blas:
       return "float32 (BLAS)";
+    case WeightType::kInt8:
+      return "int8";
     case WeightType::kFloat32:
       break;
   }
@@ -80,12 +84,12 @@ bool ResolveWeightType(const std::string& dtype, const std::string& gemm, Weight
                        std::string* error) {
   WeightType type = WeightType::kFloat32;
   if (!dtype.empty() && !ParseWeightType(dtype, &type)) {
-    *error = "--dtype must be float32 or bfloat16, not " + dtype;
+    *error = "--dtype must be float32, bfloat16 or int8, not " + dtype;
     return false;
   }
   if (gemm == "blas") {
-    if (type == WeightType::kBfloat16) {
-      *error = "--gemm blas multiplies float32 only; use --gemm packed with --dtype bfloat16";
+    if (type == WeightType::kBfloat16 || type == WeightType::kInt8) {
+      *error = "--gemm blas multiplies float32 only; use --gemm packed with --dtype " + dtype;
       return false;
     }
     type = WeightType::kFloat32Blas;
@@ -103,12 +107,24 @@ bool ResolveWeightType(const std::string& dtype, const std::string& gemm, Weight
   return true;
 }
 
+PackedWeight PackedWeight::QuantizeInt8(const float* w, int n, int k, const float* smoothing,
+                                        const std::vector<int>& outliers) {
+  PackedWeight pw;
+  pw.n_ = n;
+  pw.k_ = k;
+  pw.type_ = WeightType::kInt8;
+  pw.int8_ = Int8Weight::Quantize(w, n, k, smoothing, outliers);
+  return pw;
+}
+
 PackedWeight PackedWeight::Pack(const float* w, int n, int k, WeightType type) {
   PackedWeight pw;
   pw.n_ = n;
   pw.k_ = k;
   pw.type_ = type;
-  if (type == WeightType::kBfloat16) {
+  if (type == WeightType::kInt8) {
+    pw.int8_ = Int8Weight::Quantize(w, n, k);
+  } else if (type == WeightType::kBfloat16) {
     const size_t size = PackedSizeBf16(n, k);
     pw.buf16_.Reserve(size == 0 ? 1 : size);
     PackRowsBf16(w, n, k, k, pw.buf16_.data());
@@ -128,6 +144,9 @@ void Linear(ThreadPool* pool, const float* x, int m, int ldx, const PackedWeight
   if (m <= 0 || w.n() <= 0) return;
   if (w.type() == WeightType::kFloat32Blas) {
     return LinearBlas(pool, x, m, ldx, w, bias, y, ldy, epilogue);
+  }
+  if (w.type() == WeightType::kInt8) {
+    return w.int8().Run(pool, x, m, ldx, bias, y, ldy, epilogue);
   }
   const bool half = w.type() == WeightType::kBfloat16;
   const int panels = w.panels();

@@ -4,9 +4,10 @@
 
 #include <string>
 
-#include "core/tensor.h"
+#include "backends/cpu/int8_linear.h"
 #include "backends/cpu/packed_gemm.h"
 #include "backends/cpu/thread_pool.h"
+#include "core/tensor.h"
 
 namespace orchid {
 
@@ -24,11 +25,15 @@ using LinearEpilogue = Epilogue;
 // path, selectable with `--gemm blas` and chosen by default on CPUs without AVX2 or AVX-512;
 // elsewhere the packed kernel is the default because it measured faster
 // (bench/results/gemm-*.md, cpu-engine-*.md).
-enum class WeightType { kFloat32, kBfloat16, kFloat32Blas };
+//
+// kInt8 quantizes the weights to int8 per output channel at load time and the layer's input to
+// uint8 per row on each call, multiplying on oneDNN's int8 matmul (int8_linear.h); the heads
+// (full_precision) stay float32. CpuBackend calibrates and checks it (cpu_backend.h).
+enum class WeightType { kFloat32, kBfloat16, kFloat32Blas, kInt8 };
 
-// "float32" / "bfloat16" (also "fp32", "bf16"); false for anything else.
+// "float32" / "bfloat16" / "int8" (also "fp32", "bf16"); false for anything else.
 bool ParseWeightType(const std::string& name, WeightType* out);
-// "float32", "bfloat16", "float32 (BLAS)".
+// "float32", "bfloat16", "float32 (BLAS)", "int8".
 const char* WeightTypeName(WeightType type);
 
 // The weight type for a --dtype name ("" means float32) and a --gemm name: "packed", "blas",
@@ -42,8 +47,13 @@ bool ResolveWeightType(const std::string& dtype, const std::string& gemm, Weight
 class PackedWeight {
  public:
   PackedWeight() = default;
-  // w: [n, k] row-major (out x in), copied (rounded to bfloat16 for kBfloat16).
+  // w: [n, k] row-major (out x in), copied (rounded to bfloat16 for kBfloat16, to int8 without
+  // smoothing or outlier channels for kInt8).
   static PackedWeight Pack(const float* w, int n, int k, WeightType type = WeightType::kFloat32);
+  // kInt8 of w with the smoothing factors (k of them, or null) and fp32 outlier input channels
+  // (int8_linear.h).
+  static PackedWeight QuantizeInt8(const float* w, int n, int k, const float* smoothing,
+                                   const std::vector<int>& outliers = {});
 
   int n() const { return n_; }
   int k() const { return k_; }
@@ -54,12 +64,14 @@ class PackedWeight {
   PanelView view() const { return {buf_.data(), n_, k_}; }
   const float* rows() const { return buf_.data(); }
   Bf16PanelView bf16_view() const { return {buf16_.data(), n_, k_}; }
+  const Int8Weight& int8() const { return int8_; }
 
  private:
   int n_ = 0, k_ = 0;
   WeightType type_ = WeightType::kFloat32;
   Buffer<float> buf_;
   Buffer<bf16> buf16_;
+  Int8Weight int8_;
 };
 
 // y[m, w.n()] from x[m, w.k()]; rows are ldx / ldy floats apart; bias (w.n() floats) may be

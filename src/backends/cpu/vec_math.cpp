@@ -1,11 +1,25 @@
 #include "backends/cpu/vec_math.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <string>
 
 namespace orchid::simd {
 namespace {
 
-std::atomic<int> isa_limit{int(Isa::kAvx512Bf16)};
+// ORCHID_MAX_CPU_ISA=scalar|avx2|avx512|avx512_bf16 caps the kernels from the start, as
+// ONEDNN_MAX_CPU_ISA does oneDNN's (to measure an AVX2 host's paths on an AVX-512 one).
+int InitialLimit() {
+  const char* env = std::getenv("ORCHID_MAX_CPU_ISA");
+  if (env == nullptr) return int(Isa::kAvx512Bf16);
+  const std::string v = env;
+  if (v == "scalar") return int(Isa::kScalar);
+  if (v == "avx2") return int(Isa::kAvx2);
+  if (v == "avx512") return int(Isa::kAvx512);
+  return int(Isa::kAvx512Bf16);
+}
+
+std::atomic<int> isa_limit{InitialLimit()};
 
 bool Allowed(Isa isa) { return int(isa) <= isa_limit.load(std::memory_order_relaxed); }
 

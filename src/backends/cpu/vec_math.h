@@ -32,8 +32,9 @@ bool HasAvx512();
 // True when HasAvx512() and the CPU also has AVX512_BF16 (vdpbf16ps: Cooper Lake, Sapphire
 // Rapids, Zen 4 and later).
 bool HasAvx512Bf16();
-// Caps the instruction sets the ops use (default: no cap). Tests use it to run every code
-// path on one machine; it is not meant to change while ops run.
+// Caps the instruction sets the ops use (default: no cap, or the environment's
+// ORCHID_MAX_CPU_ISA = scalar | avx2 | avx512 | avx512_bf16, read at start-up). Tests use it to
+// run every code path on one machine; it is not meant to change while ops run.
 void LimitIsa(Isa max);
 
 #if ORCHID_HAVE_X86_SIMD

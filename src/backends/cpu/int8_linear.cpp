@@ -1,0 +1,352 @@
+#include "backends/cpu/int8_linear.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <stdexcept>
+#include <vector>
+
+#include "backends/cpu/gelu.h"
+#include "backends/cpu/vec_math.h"
+
+namespace orchid {
+namespace {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+// Input channels a layer may keep out of int8 (Quantize's outliers), at most.
+constexpr int kMaxOutliers = 256;
+
+const dnnl::engine& Engine() {
+  static const dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *e;
+}
+
+// Per-thread scratch that only grows.
+template <typename T>
+T* Scratch(std::vector<T>* v, size_t n) {
+  if (v->size() < n) v->resize(n);
+  return v->data();
+}
+
+// Symmetric int8 of one weight row w (times `mul` when given): returns the scale.
+float QuantizeWeightRow(const float* w, int k, const float* mul, int8_t* q) {
+  float amax = 0.0f;
+  for (int i = 0; i < k; ++i) amax = std::max(amax, std::fabs(mul ? w[i] * mul[i] : w[i]));
+  if (amax == 0.0f) {
+    std::fill_n(q, std::max(k, 0), int8_t{0});
+    return 1.0f;
+  }
+  const float inv = 127.0f / amax;
+  for (int i = 0; i < k; ++i) {
+    // nearbyint: to nearest, ties to even; |w| <= amax keeps it within [-127, 127].
+    q[i] = int8_t(std::nearbyint((mul ? w[i] * mul[i] : w[i]) * inv));
+  }
+  return amax / 127.0f;
+}
+
+// The activation row's range and the scaled copy t = x * mul (t = x when mul is null).
+#if ORCHID_HAVE_X86_SIMD
+ORCHID_AVX512 void RangeAvx512(const float* x, int k, const float* mul, float* t, float* lo,
+                               float* hi) {
+  __m512 vlo = _mm512_set1_ps(INFINITY), vhi = _mm512_set1_ps(-INFINITY);
+  int i = 0;
+  for (; i + 16 <= k; i += 16) {
+    __m512 v = _mm512_loadu_ps(x + i);
+    if (mul) {
+      v = _mm512_mul_ps(v, _mm512_loadu_ps(mul + i));
+      _mm512_storeu_ps(t + i, v);
+    }
+    vlo = _mm512_min_ps(vlo, v);
+    vhi = _mm512_max_ps(vhi, v);
+  }
+  float l = _mm512_reduce_min_ps(vlo), h = _mm512_reduce_max_ps(vhi);
+  for (; i < k; ++i) {
+    const float v = mul ? (t[i] = x[i] * mul[i]) : x[i];
+    l = std::min(l, v);
+    h = std::max(h, v);
+  }
+  *lo = l;
+  *hi = h;
+}
+
+ORCHID_AVX512 void RoundAvx512(const float* t, int k, float lo, float inv, uint8_t* q) {
+  const __m512 vlo = _mm512_set1_ps(lo), vinv = _mm512_set1_ps(inv);
+  int i = 0;
+  for (; i + 16 <= k; i += 16) {
+    const __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(t + i), vlo), vinv);
+    // cvtps: the MXCSR's rounding, to nearest even; vpmovusdb saturates to [0, 255].
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i*>(q + i),
+        _mm512_cvtusepi32_epi8(_mm512_max_epi32(_mm512_cvtps_epi32(v), _mm512_setzero_si512())));
+  }
+  for (; i < k; ++i) q[i] = uint8_t(std::clamp(std::nearbyint((t[i] - lo) * inv), 0.0f, 255.0f));
+}
+
+// out = a s + lo wsum (+ bias) + sum_o xo[o] wo[o, :], into y (kNone, kGelu before its GELU)
+// or added to it (kAccumulate).
+struct RowTerms {
+  const float* wsum;
+  const float* bias;  // null: none
+  int num_outliers;
+  const float* xo;  // the row's outlier inputs
+  const float* wo;  // [num_outliers, n]
+};
+
+ORCHID_AVX512 void FinishRowAvx512(const float* a, int n, float s, float lo, const RowTerms& t,
+                                   bool accumulate, float* y) {
+  const __m512 vs = _mm512_set1_ps(s), vlo = _mm512_set1_ps(lo);
+  int c = 0;
+  for (; c + 16 <= n; c += 16) {
+    __m512 v = _mm512_fmadd_ps(_mm512_loadu_ps(a + c), vs,
+                               _mm512_mul_ps(vlo, _mm512_loadu_ps(t.wsum + c)));
+    if (t.bias) v = _mm512_add_ps(v, _mm512_loadu_ps(t.bias + c));
+    for (int o = 0; o < t.num_outliers; ++o) {
+      v = _mm512_fmadd_ps(_mm512_set1_ps(t.xo[o]),
+                          _mm512_loadu_ps(t.wo + size_t(o) * size_t(n) + size_t(c)), v);
+    }
+    if (accumulate) v = _mm512_add_ps(v, _mm512_loadu_ps(y + c));
+    _mm512_storeu_ps(y + c, v);
+  }
+  for (; c < n; ++c) {
+    float v = a[c] * s + lo * t.wsum[c] + (t.bias ? t.bias[c] : 0.0f);
+    for (int o = 0; o < t.num_outliers; ++o) v += t.xo[o] * t.wo[size_t(o) * size_t(n) + size_t(c)];
+    y[c] = accumulate ? y[c] + v : v;
+  }
+}
+#endif
+
+void RangeScalar(const float* x, int k, const float* mul, float* t, float* lo, float* hi) {
+  float l = INFINITY, h = -INFINITY;
+  for (int i = 0; i < k; ++i) {
+    const float v = mul ? (t[i] = x[i] * mul[i]) : x[i];
+    l = std::min(l, v);
+    h = std::max(h, v);
+  }
+  *lo = l;
+  *hi = h;
+}
+
+void FinishRowScalar(const float* a, int n, float s, float lo, const RowTerms& t, bool accumulate,
+                     float* y) {
+  for (int c = 0; c < n; ++c) {
+    float v = a[c] * s + lo * t.wsum[c] + (t.bias ? t.bias[c] : 0.0f);
+    for (int o = 0; o < t.num_outliers; ++o) v += t.xo[o] * t.wo[size_t(o) * size_t(n) + size_t(c)];
+    y[c] = accumulate ? y[c] + v : v;
+  }
+}
+
+int LevelsForIsa() {
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::avx512_core_amx:
+    case dnnl::cpu_isa::avx512_core_bf16:
+    case dnnl::cpu_isa::avx512_core_vnni:
+    case dnnl::cpu_isa::avx2_vnni:
+      return 255;
+    default:
+      return 127;
+  }
+}
+
+}  // namespace
+
+int Int8ActivationLevels() {
+  static const int levels = LevelsForIsa();
+  return levels;
+}
+
+float QuantizeActivationRow(const float* x, int k, const float* mul, int levels, uint8_t* q,
+                            float* lo) {
+  thread_local std::vector<float> tmp_buf;
+  float* t = mul ? Scratch(&tmp_buf, size_t(k)) : nullptr;
+  float l = 0, h = 0;
+#if ORCHID_HAVE_X86_SIMD
+  const bool avx512 = simd::HasAvx512();
+  if (avx512) {
+    RangeAvx512(x, k, mul, t, &l, &h);
+  } else {
+    RangeScalar(x, k, mul, t, &l, &h);
+  }
+#else
+  RangeScalar(x, k, mul, t, &l, &h);
+#endif
+  *lo = l;
+  if (!(h > l)) {  // a constant row (or k == 0): x = lo exactly
+    std::fill_n(q, std::max(k, 0), uint8_t{0});
+    return 0.0f;
+  }
+  const float s = (h - l) / float(levels);
+  const float inv = float(levels) / (h - l);
+  const float* src = mul ? t : x;
+#if ORCHID_HAVE_X86_SIMD
+  if (avx512) {
+    RoundAvx512(src, k, l, inv, q);
+    return s;
+  }
+#endif
+  for (int i = 0; i < k; ++i) {
+    q[i] = uint8_t(std::clamp(std::nearbyint((src[i] - l) * inv), 0.0f, float(levels)));
+  }
+  return s;
+}
+
+struct Int8Weight::Impl {
+  dnnl::matmul matmul;
+  dnnl::memory weights;        // in the primitive's layout
+  dnnl::memory weight_scales;  // n floats: s_w
+  std::vector<float> scales;   // s_w
+  std::vector<float> wsum;     // s_w[n] sum_k Wq[n,k]: the zero point's term
+  std::vector<int8_t> quantized;
+  std::vector<float> inv_smoothing;  // 1 / c[k] (0 for an outlier channel); empty: none
+  std::vector<int> outliers;         // input channels multiplied in fp32
+  std::vector<float> outlier_w;      // [outliers, n]: W's columns for them, transposed
+};
+
+Int8Weight Int8Weight::Quantize(const float* w, int n, int k, const float* smoothing,
+                                const std::vector<int>& outliers) {
+  Int8Weight out;
+  out.n_ = n;
+  out.k_ = k;
+  auto impl = std::make_shared<Impl>();
+  // An outlier channel's factor is 0: its int8 weight column and its quantized input are 0.
+  std::vector<float> mul;
+  if (outliers.size() > size_t(kMaxOutliers)) {
+    throw std::invalid_argument("int8: more than 256 outlier channels");
+  }
+  if (smoothing != nullptr || !outliers.empty()) {
+    mul.assign(size_t(k), 1.0f);
+    if (smoothing != nullptr) mul.assign(smoothing, smoothing + k);
+    impl->outliers = outliers;
+    impl->outlier_w.resize(outliers.size() * size_t(n));
+    for (size_t o = 0; o < outliers.size(); ++o) {
+      const int j = outliers[o];
+      mul[size_t(j)] = 0.0f;
+      for (int r = 0; r < n; ++r)
+        impl->outlier_w[o * size_t(n) + size_t(r)] = w[size_t(r) * size_t(k) + size_t(j)];
+    }
+    smoothing = mul.data();
+  }
+  impl->scales.resize(size_t(n));
+  impl->wsum.resize(size_t(n));
+  impl->quantized.resize(size_t(n) * size_t(k));
+  for (int r = 0; r < n; ++r) {
+    int8_t* q = impl->quantized.data() + size_t(r) * size_t(k);
+    impl->scales[size_t(r)] = QuantizeWeightRow(w + size_t(r) * size_t(k), k, smoothing, q);
+    int64_t sum = 0;
+    for (int i = 0; i < k; ++i) sum += q[i];
+    impl->wsum[size_t(r)] = impl->scales[size_t(r)] * float(sum);
+  }
+  if (smoothing != nullptr) {
+    impl->inv_smoothing.resize(size_t(k));
+    for (int i = 0; i < k; ++i) {
+      impl->inv_smoothing[size_t(i)] = smoothing[i] == 0.0f ? 0.0f : 1.0f / smoothing[i];
+    }
+  }
+  const dnnl::engine& eng = Engine();
+  // y[M, N] = x[M, K] x W^T[K, N]: W [n, k] row-major is W^T in "ba" order.
+  const dnnl::memory::dim M = DNNL_RUNTIME_DIM_VAL, K = k, N = n;
+  dnnl::memory::desc src({M, K}, dt::u8, tag::ab), wts({K, N}, dt::s8, tag::any),
+      dst({M, N}, dt::f32, tag::ab);
+  dnnl::primitive_attr attr;
+  attr.set_output_scales(2, {DNNL_RUNTIME_F32_VAL});  // per column of y: s_w[n]
+  // The primitive runs on one thread (Run splits the rows over the engine's pool); oneDNN sizes
+  // its work for the OpenMP team it sees when it is created.
+  const int team = omp_get_max_threads();
+  omp_set_num_threads(1);
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wts, dst), attr, eng);
+  impl->matmul = dnnl::matmul(pd);
+  dnnl::memory plain({{K, N}, dt::s8, tag::ba}, eng, impl->quantized.data());
+  impl->weights = dnnl::memory(pd.weights_desc(), eng);
+  dnnl::stream s(eng);
+  dnnl::reorder(plain, impl->weights).execute(s, plain, impl->weights);
+  s.wait();
+  omp_set_num_threads(team);
+  impl->weight_scales = dnnl::memory({{N}, dt::f32, tag::a}, eng, impl->scales.data());
+  out.impl_ = std::move(impl);
+  return out;
+}
+
+const float* Int8Weight::scales() const { return impl_->scales.data(); }
+const int8_t* Int8Weight::quantized() const { return impl_->quantized.data(); }
+
+void Int8Weight::Run(ThreadPool* pool, const float* x, int m, int ldx, const float* bias, float* y,
+                     int ldy, Epilogue epilogue) const {
+  if (m <= 0 || n_ <= 0) return;
+  const int k = k_, n = n_;
+  const Impl& impl = *impl_;
+  const float* inv_c = impl.inv_smoothing.empty() ? nullptr : impl.inv_smoothing.data();
+  const int levels = Int8ActivationLevels();
+  // Row blocks: one per thread, at most 64 rows (the block's scratch stays in L2).
+  const int threads = PoolSize(pool);
+  const int64_t grain = std::clamp<int64_t>((m + threads - 1) / threads, 16, 64);
+  ParallelFor(pool, m, grain, [&](int, int64_t begin, int64_t end) {
+    thread_local std::vector<uint8_t> q_buf;
+    thread_local std::vector<float> row_buf, acc_buf;
+    if (omp_get_max_threads() != 1) omp_set_num_threads(1);
+    const int rows = int(end - begin);
+    uint8_t* q = Scratch(&q_buf, size_t(rows) * size_t(k));
+    float* scale = Scratch(&row_buf, size_t(rows) * 2);
+    float* lo = scale + rows;
+    float* acc = Scratch(&acc_buf, size_t(rows) * size_t(n));
+    for (int r = 0; r < rows; ++r) {
+      scale[r] = QuantizeActivationRow(x + size_t(begin + r) * size_t(ldx), k, inv_c, levels,
+                                       q + size_t(r) * size_t(k), &lo[r]);
+    }
+    const dnnl::engine& eng = Engine();
+    thread_local dnnl::stream stream(eng);  // released when the pool's thread ends
+    dnnl::memory src({{rows, k}, dt::u8, tag::ab}, eng, q);
+    dnnl::memory dst({{rows, n}, dt::f32, tag::ab}, eng, acc);
+    impl.matmul.execute(stream, {{DNNL_ARG_SRC, src},
+                                 {DNNL_ARG_WEIGHTS, impl.weights},
+                                 {DNNL_ARG_DST, dst},
+                                 {DNNL_ARG_ATTR_OUTPUT_SCALES, impl.weight_scales}});
+    stream.wait();
+    const bool accumulate = epilogue == Epilogue::kAccumulate;
+    // kGelu adds the bias inside BiasGelu.
+    const float* b = epilogue == Epilogue::kGelu ? nullptr : bias;
+    const int num_outliers = int(impl.outliers.size());
+    float xo[kMaxOutliers];
+    RowTerms terms{impl.wsum.data(), b, num_outliers, xo, impl.outlier_w.data()};
+    for (int r = 0; r < rows; ++r) {
+      const float* a = acc + size_t(r) * size_t(n);
+      float* out = y + size_t(begin + r) * size_t(ldy);
+      const float* xr = x + size_t(begin + r) * size_t(ldx);
+      for (int o = 0; o < num_outliers; ++o) xo[o] = xr[impl.outliers[size_t(o)]];
+#if ORCHID_HAVE_X86_SIMD
+      if (simd::HasAvx512()) {
+        FinishRowAvx512(a, n, scale[r], lo[r], terms, accumulate, out);
+      } else {
+        FinishRowScalar(a, n, scale[r], lo[r], terms, accumulate, out);
+      }
+#else
+      FinishRowScalar(a, n, scale[r], lo[r], terms, accumulate, out);
+#endif
+      if (epilogue == Epilogue::kGelu) BiasGelu(out, bias, size_t(n));
+    }
+  });
+}
+
+const char* OneDnnIsa() {
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::avx512_core_amx:
+      return "AMX (avx512_core_amx)";
+    case dnnl::cpu_isa::avx512_core_bf16:
+      return "AVX512-BF16 (avx512_core_bf16)";
+    case dnnl::cpu_isa::avx512_core_vnni:
+      return "AVX512-VNNI (avx512_core_vnni)";
+    case dnnl::cpu_isa::avx512_core:
+      return "AVX-512 (avx512_core)";
+    case dnnl::cpu_isa::avx2_vnni:
+      return "AVX-VNNI (avx2_vnni)";
+    case dnnl::cpu_isa::avx2:
+      return "AVX2 (avx2)";
+    default:
+      return "an older ISA";
+  }
+}
+
+}  // namespace orchid
