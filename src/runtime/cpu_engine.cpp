@@ -245,6 +245,7 @@ Status QuantizeInt8(FamilyModel* model, const Int8Options& o, int num_threads) {
     // Unpruned, so that the last layer's every row is measured.
     ORCHID_RETURN_IF_ERROR(model->Run(calibration, &pool, out.data(), false));
   }
+  model->backend()->StopRecording();
   std::vector<std::vector<float>> reference, quantized;
   if (gate.num_sequences() > 0) ORCHID_RETURN_IF_ERROR(GateOutputs(model, gate, &pool, &reference));
   model->backend()->FinishInt8();

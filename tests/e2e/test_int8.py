@@ -37,7 +37,8 @@ def embed(url, texts):
 
 
 def check_reported_fidelity(server):
-    """/info and /v1/models say int8 and carry the start-up check's numbers, as logged."""
+    """/info and /v1/models say int8 and carry the start-up check's numbers, as logged; returns
+    them, and whether they pass the default gate."""
     logged = None
     for line in server.log:
         m = FIDELITY.search(line)
@@ -50,10 +51,12 @@ def check_reported_fidelity(server):
     assert f["reference"] == "float32", f
     assert f["samples"] == logged[0], (f, logged)
     assert abs(f["mean_cosine"] - logged[1]) < 2e-6 and abs(f["min_cosine"] - logged[2]) < 2e-6
-    assert 0.999 <= f["mean_cosine"] <= 1 and 0.995 <= f["min_cosine"] <= f["mean_cosine"], f
+    assert f["min_cosine"] <= f["mean_cosine"] <= 1, f
     model = requests.get(server.url + "/v1/models", timeout=30).json()["data"][0]
     assert model["dtype"] == "int8" and model["fidelity"] == f, model
-    return f
+    passes = f["mean_cosine"] >= 0.999 and f["min_cosine"] >= 0.995
+    assert passes or "served because of --int8-serve-anyway" in "\n".join(server.log), f
+    return f, passes
 
 
 @pytest.mark.parametrize("name", ["all-MiniLM-L6-v2", "all-mpnet-base-v2"])
@@ -65,9 +68,13 @@ def test_int8_embeddings_are_within_the_promised_fidelity(name, report):
         assert (model / ".complete").exists(), f"{model} is missing: run scripts/fetch-real-models.sh"
         sentences = json.loads((REAL / name / "sentences.json").read_text(encoding="utf-8"))
         want = np.load(REAL / name / "embeddings.npy")
-    server = OrchidServer("--dtype", "int8", model=model, startup_timeout=300)
+    # Served anyway, so that a CPU whose check falls short (7-bit activations without VNNI:
+    # all-mpnet-base-v2 measured 0.99863 under ONEDNN_MAX_CPU_ISA=AVX2) still shows its numbers.
+    server = OrchidServer("--dtype", "int8", "--int8-serve-anyway", model=model,
+                          startup_timeout=300)
     try:
-        f = check_reported_fidelity(server)
+        f, passes = check_reported_fidelity(server)
+        isa = next((line for line in server.log if "oneDNN's" in line), "")
         got = embed(server.url, sentences)
     finally:
         assert server.stop() == 0, server.log_text()
@@ -76,6 +83,14 @@ def test_int8_embeddings_are_within_the_promised_fidelity(name, report):
     report.append((f"{name} --dtype int8 vs sentence-transformers fp32 ({len(sentences)} texts)",
                    f"mean cosine {cos.mean():.6f}, min {cos.min():.6f}; start-up check "
                    f"{f['mean_cosine']:.6f} / {f['min_cosine']:.6f}"))
+    # With 8-bit activations (VNNI, AMX) the check must pass; without, it may not (the gate
+    # then refuses by default: test_int8_refuses_to_start_below_the_thresholds_unless_told).
+    if "vnni" in isa or "bf16" in isa or "amx" in isa:
+        assert passes, (name, f, isa)
+    if not passes:
+        assert cos.min() >= 0.98, (name, cos.min())
+        pytest.skip(f"{name}: the start-up check measured {f} on this CPU ({isa}): below the "
+                    "default gate, which refuses it; the promised fidelity does not apply")
     assert cos.mean() >= 0.999, (name, cos.mean())
     assert cos.min() >= 0.995, (name, cos.min(), sentences[int(cos.argmin())])
 

@@ -300,9 +300,11 @@ TEST(Int8LoadTest, RefusesBelowTheThresholdsUnlessServeAnyway) {
   }
 }
 
-// Every family and head of the fixtures runs in int8 and passes the default gate, except
-// SPLADE's random-weight fixture (its vocabulary-wide term weights measured 0.9986 / 0.9953):
-// it must be refused by default and served when told.
+// Every family and head of the fixtures runs in int8, and the default gate decides by the
+// numbers it reports. With 8-bit activations (VNNI) every fixture passes it but SPLADE's
+// random-weight one (its vocabulary-wide term weights measured 0.9987 / 0.9947); with the 7-bit
+// ones of CPUs without VNNI some random-weight decoders fall below it too (llama-embed: min
+// 0.991 under ONEDNN_MAX_CPU_ISA=AVX2).
 TEST(Int8LoadTest, EveryFixtureFamilyRunsInInt8) {
   int seen = 0;
   for (const auto& entry : std::filesystem::directory_iterator(kFixtures)) {
@@ -311,21 +313,20 @@ TEST(Int8LoadTest, EveryFixtureFamilyRunsInInt8) {
     const std::string name = entry.path().filename().string();
     SCOPED_TRACE(name);
     ++seen;
-    auto loaded = LoadInt8(dir, Int8Options{});
-    if (name == "splade-bert") {
-      ASSERT_FALSE(loaded.ok());
-      Int8Options anyway;
-      anyway.serve_anyway = true;
-      loaded = LoadInt8(dir, anyway);
-    }
+    Int8Options anyway;
+    anyway.serve_anyway = true;
+    auto loaded = LoadInt8(dir, anyway);
     ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
     const ModelInfo::Fidelity& f = loaded->model->info().fidelity;
     EXPECT_EQ(f.samples, int(Int8GateTexts().size()));
     EXPECT_LT(f.min_cosine, 1.0);
-    if (name != "splade-bert") {
-      EXPECT_GE(f.mean_cosine, 0.999);
-      EXPECT_GE(f.min_cosine, 0.995);
+    EXPECT_GE(f.min_cosine, 0.98);  // far from the default bar, but int8 is not broken
+    const bool passes = f.mean_cosine >= 0.999 && f.min_cosine >= 0.995;
+    if (Int8ActivationLevels() == 255) {
+      EXPECT_EQ(passes, name != "splade-bert");
     }
+    auto gated = LoadInt8(dir, Int8Options{});
+    EXPECT_EQ(gated.ok(), passes) << f.mean_cosine << " / " << f.min_cosine;
   }
   EXPECT_GE(seen, 25);
 }

@@ -170,7 +170,7 @@ Status CpuBackend::DoEmbed(const ops::EmbedOp& op, ops::Buffer out) {
 
 Status CpuBackend::DoLinear(ops::Buffer in, ops::LinearWeight w, ops::Buffer out, ops::Epilogue e) {
   LinearLayer& l = linears_[size_t(w.id)];
-  if (!l.input_amax.empty()) {  // calibrating an int8 layer: its inputs' channel magnitudes
+  if (recording_ && !l.input_amax.empty()) {  // calibrating an int8 layer: its input's range
     const float* x = data(in);
     const int k = decl(in).width;
     for (int r = 0; r < rows(in); ++r, x += k) {

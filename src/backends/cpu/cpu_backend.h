@@ -46,6 +46,9 @@ class CpuBackend final : public ops::Backend {
 
   // kInt8: whether the layers still run in fp32, calibrating (FinishInt8 not called yet).
   bool calibrating() const { return calibrating_; }
+  // kInt8: the batches run from now on (still in fp32) no longer count towards the calibration
+  // (the fidelity gate's float32 reference: its texts must not tune the quantization).
+  void StopRecording() { recording_ = false; }
   // kInt8: quantizes the layers (above), with smoothing factors
   // c[k] = amax_x[k]^alpha / amax_w[k]^(1 - alpha) from the calibration (1 for a channel that
   // stayed zero; without calibration batches none, and no outlier channels either). After it
@@ -96,6 +99,7 @@ class CpuBackend final : public ops::Backend {
 
   WeightType linear_weights_;
   bool calibrating_ = false;  // kInt8 until FinishInt8
+  bool recording_ = true;     // calibrating_: DoLinear records input ranges
   ThreadPool* pool_ = nullptr;
   std::vector<LinearLayer> linears_;
   std::vector<NormLayer> norms_;
