@@ -122,3 +122,27 @@ def test_int8_refuses_to_start_below_the_thresholds_unless_told():
 def test_float32_reports_its_dtype_and_no_fidelity(server):
     info = requests.get(server.url + "/info", timeout=30).json()
     assert info["model_dtype"] == "float32" and info["fidelity"] is None, info
+
+
+def test_a_gateway_reports_its_int8_workers_fidelity():
+    """The worker's dtype and start-up check reach the gateway's /info and /v1/models (proto
+    InfoResponse fields 24-27)."""
+    from support import Gateway, Worker
+
+    worker = Worker(None, None, "--dtype", "int8", "--int8-serve-anyway")
+    gateway = None
+    try:
+        logged = next(FIDELITY.search(line) for line in worker.proc.log if FIDELITY.search(line))
+        gateway = Gateway([worker])
+        info = requests.get(gateway.url + "/info", timeout=30).json()
+        assert info["model_dtype"] == "int8", info
+        f = info["fidelity"]
+        assert f["samples"] == int(logged.group(1)), (f, logged.group(0))
+        assert abs(f["mean_cosine"] - float(logged.group(2))) < 2e-6, (f, logged.group(0))
+        assert abs(f["min_cosine"] - float(logged.group(3))) < 2e-6, (f, logged.group(0))
+        model = requests.get(gateway.url + "/v1/models", timeout=30).json()["data"][0]
+        assert model["dtype"] == "int8" and model["fidelity"] == f, model
+    finally:
+        if gateway is not None:
+            gateway.proc.stop()
+        worker.proc.stop()

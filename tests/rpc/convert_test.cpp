@@ -82,6 +82,8 @@ TEST(ConvertTest, InfoCarriesTheScorerAndOlderWorkersReadAsEmbedders) {
   scorer.info.pair_format = PairFormat::kQwen3RerankerChat;
   scorer.info.causal = true;
   scorer.info.max_seq_length_source = "tokenizer_config.json model_max_length";
+  scorer.info.dtype = "int8";
+  scorer.info.fidelity = {32, 0.9995, 0.9981};
   scorer.max_input_tokens = 512;
   v1::InfoResponse info;
   rpc::ToProto(scorer, 1024, &info);
@@ -96,6 +98,10 @@ TEST(ConvertTest, InfoCarriesTheScorerAndOlderWorkersReadAsEmbedders) {
   EXPECT_TRUE(back->info.causal);
   EXPECT_EQ(back->info.max_seq_length, 512);
   EXPECT_EQ(back->info.max_seq_length_source, "tokenizer_config.json model_max_length");
+  EXPECT_EQ(back->info.dtype, "int8");
+  EXPECT_EQ(back->info.fidelity.samples, 32);
+  EXPECT_EQ(back->info.fidelity.mean_cosine, 0.9995);
+  EXPECT_EQ(back->info.fidelity.min_cosine, 0.9981);
 
   // A dim that does not match the task's row width is refused.
   info.set_dim(32);
@@ -112,6 +118,8 @@ TEST(ConvertTest, InfoCarriesTheScorerAndOlderWorkersReadAsEmbedders) {
   EXPECT_EQ(back->info.task, ModelTask::kEmbed);
   EXPECT_EQ(back->info.hidden_size, 384);
   EXPECT_EQ(back->info.output_dim(), 384);
+  EXPECT_EQ(back->info.dtype, "");  // not told: /info leaves model_dtype out
+  EXPECT_EQ(back->info.fidelity.samples, 0);
 }
 
 TEST(ConvertTest, InfoCarriesAClassifiersLabelNames) {
