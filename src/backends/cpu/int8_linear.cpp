@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <stdexcept>
@@ -204,6 +205,7 @@ struct Int8Weight::Impl {
   std::vector<float> inv_smoothing;  // 1 / c[k] (0 for an outlier channel); empty: none
   std::vector<int> outliers;         // input channels multiplied in fp32
   std::vector<float> outlier_w;      // [outliers, n]: W's columns for them, transposed
+  dnnl::memory::desc scratchpad;     // what one execution needs (scratchpad_mode::user)
 };
 
 Int8Weight Int8Weight::Quantize(const float* w, int n, int k, const float* smoothing,
@@ -253,12 +255,18 @@ Int8Weight Int8Weight::Quantize(const float* w, int n, int k, const float* smoot
       dst({M, N}, dt::f32, tag::ab);
   dnnl::primitive_attr attr;
   attr.set_output_scales(2, {DNNL_RUNTIME_F32_VAL});  // per column of y: s_w[n]
+  // Each call brings its thread's own scratchpad: the library's default one is shared by every
+  // primitive and ties a primitive to the thread that created it (Debian's oneDNN is built
+  // without DNNL_ENABLE_CONCURRENT_EXEC), where Run executes one primitive from every pool
+  // thread at once.
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   // The primitive runs on one thread (Run splits the rows over the engine's pool); oneDNN sizes
   // its work for the OpenMP team it sees when it is created.
   const int team = omp_get_max_threads();
   omp_set_num_threads(1);
   dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wts, dst), attr, eng);
   impl->matmul = dnnl::matmul(pd);
+  impl->scratchpad = pd.scratchpad_desc();
   dnnl::memory plain({{K, N}, dt::s8, tag::ba}, eng, impl->quantized.data());
   impl->weights = dnnl::memory(pd.weights_desc(), eng);
   dnnl::stream s(eng);
@@ -286,6 +294,7 @@ void Int8Weight::Run(ThreadPool* pool, const float* x, int m, int ldx, const flo
   ParallelFor(pool, m, grain, [&](int, int64_t begin, int64_t end) {
     thread_local std::vector<uint8_t> q_buf;
     thread_local std::vector<float> row_buf, acc_buf;
+    thread_local std::vector<uint8_t> scratch_buf;
     if (omp_get_max_threads() != 1) omp_set_num_threads(1);
     const int rows = int(end - begin);
     uint8_t* q = Scratch(&q_buf, size_t(rows) * size_t(k));
@@ -300,10 +309,16 @@ void Int8Weight::Run(ThreadPool* pool, const float* x, int m, int ldx, const flo
     thread_local dnnl::stream stream(eng);  // released when the pool's thread ends
     dnnl::memory src({{rows, k}, dt::u8, tag::ab}, eng, q);
     dnnl::memory dst({{rows, n}, dt::f32, tag::ab}, eng, acc);
+    // The thread's scratchpad, 64-byte aligned.
+    const size_t scratch_size = impl.scratchpad.get_size();
+    uint8_t* base = Scratch(&scratch_buf, scratch_size + 64);
+    void* aligned = base + (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
+    dnnl::memory scratchpad(impl.scratchpad, eng, scratch_size == 0 ? nullptr : aligned);
     impl.matmul.execute(stream, {{DNNL_ARG_SRC, src},
                                  {DNNL_ARG_WEIGHTS, impl.weights},
                                  {DNNL_ARG_DST, dst},
-                                 {DNNL_ARG_ATTR_OUTPUT_SCALES, impl.weight_scales}});
+                                 {DNNL_ARG_ATTR_OUTPUT_SCALES, impl.weight_scales},
+                                 {DNNL_ARG_SCRATCHPAD, scratchpad}});
     stream.wait();
     const bool accumulate = epilogue == Epilogue::kAccumulate;
     // kGelu adds the bias inside BiasGelu.
