@@ -44,8 +44,6 @@ class CpuBackend final : public ops::Backend {
   // A buffer's rows for the current batch.
   const float* data(ops::Buffer b) const { return buffers_[size_t(b.id)].data(); }
 
-  // kInt8: whether the layers still run in fp32, calibrating (FinishInt8 not called yet).
-  bool calibrating() const { return calibrating_; }
   // kInt8: the batches run from now on (still in fp32) no longer count towards the calibration
   // (the fidelity gate's float32 reference: its texts must not tune the quantization).
   void StopRecording() { recording_ = false; }
