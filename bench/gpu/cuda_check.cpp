@@ -15,6 +15,21 @@
 //     graphs' turning point).
 //     Token ids are drawn from a fixed seed in [1000, min(vocab, vocab-limit)).
 //
+//   orchid_cuda_check bench ... --profile [--profile-iters N]
+//     Where the GPU time goes (graphs off: --graphs defaults to off, other modes are refused).
+//     For each suite asked for (latency, sweep, throughput), after the same warm-up and one
+//     profiled pass that is discarded, times N batches (default: 3 for throughput, 20 for
+//     latency below 4096 tokens, else 5; throughput keeps two in flight, as its suite does)
+//     with the backend's OpProfiler (cuda_backend.h) installed, and prints one JSON object per
+//     (suite, len, batch, label), biggest first:
+//       {"impl", "suite": "profile", "of": SUITE, "len", "batch", "iters", "passes" (forward
+//        passes per batch: chunks), "label", "calls" and "ms" (per batch), "share" (of the
+//        summed op time), "tflops"}
+//     tflops: Linear GEMMs 2 m n k / time (m: the bucket's rows); Attention 4 len^2 head_dim
+//     heads per sequence and layer (halved when causal) / time; else null. Then one line
+//     labelled "(all ops)": the summed op time, the batch's wall time ("wall_ms"), and the
+//     GEMM and attention totals ("gemm_ms", "gemm_tflops", "attn_ms", "attn_tflops").
+//
 // Common: --max-batch-tokens N (default 16384), --device N.
 // Exit status 0 on success; errors go to stderr with status 1.
 #include <algorithm>
@@ -32,6 +47,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cuda/cuda_backend.h"
 #include "runtime/cuda/cuda_engine.h"
 
 namespace orchid::cuda {
@@ -104,7 +120,12 @@ Status WriteNpy(const std::string& path, const Embeddings& e) {
 
 Result<std::unique_ptr<Engine>> OpenEngine(const Args& a) {
   CudaEngineOptions o;
-  ORCHID_ASSIGN_OR_RETURN(o.graphs, ParseCudaGraphs(a.Get("graphs", "lazy")));
+  const bool profile = a.Int("profile", 0) != 0;
+  ORCHID_ASSIGN_OR_RETURN(o.graphs, ParseCudaGraphs(a.Get("graphs", profile ? "off" : "lazy")));
+  if (profile && o.graphs != CudaGraphs::kOff) {
+    // A replayed graph runs no backend code: nothing to time per op.
+    return Status::InvalidArgument("--profile needs --graphs off");
+  }
   o.max_batch_tokens = a.Int("max-batch-tokens", o.max_batch_tokens);
   o.device = a.Int("device", 0);
   return MakeCudaEngine(a.Get("model"), o);
@@ -211,11 +232,117 @@ Status Throughput(Engine& e, const Args& a, int len, int batch, int batches, Poo
   return Status::Ok();
 }
 
+// Runs `iters` batches of `batch` random sequences of `len` tokens with the OpProfiler on and
+// prints the per-label totals per batch (the header has the format).
+Status Profile(Engine& e, const Args& a, const std::string& suite, int len, int batch, int iters,
+               Pooling pool, int vocab) {
+  std::mt19937 rng(uint32_t(len) * 7919u + uint32_t(batch));
+  std::vector<RaggedBatch> inputs;
+  for (int i = 0; i < 2; ++i) inputs.push_back(RandomBatch(rng, batch, len, vocab, pool));
+  for (int i = 0; i < 2; ++i) {  // warm-up: kernels loaded, GEMM plans made
+    auto r = e.Submit(inputs[size_t(i) % 2]).wait();
+    if (!r.ok()) return r.status();
+  }
+  OpProfiler prof;
+  SetOpProfiler(&prof);
+  Status st;
+  // One profiled batch first, discarded: creates the events the measured ones reuse.
+  if (auto r = e.Submit(inputs[0]).wait(); !r.ok()) st = r.status();
+  if (st.ok()) prof.Reset();
+  double sec = 0;
+  if (st.ok()) {
+    const size_t depth = batch > 1 ? 2 : 1;  // throughput: two in flight; latency: one
+    const auto t0 = Clock::now();
+    std::deque<LazyResult> inflight;
+    for (int i = 0; i < iters; ++i) {
+      inflight.push_back(e.Submit(inputs[size_t(i) % 2]));
+      if (inflight.size() >= depth) {
+        if (!inflight.front().wait().ok() && st.ok()) st = inflight.front().wait().status();
+        inflight.pop_front();
+      }
+    }
+    while (!inflight.empty()) {
+      if (!inflight.front().wait().ok() && st.ok()) st = inflight.front().wait().status();
+      inflight.pop_front();
+    }
+    sec = std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  SetOpProfiler(nullptr);
+  ORCHID_RETURN_IF_ERROR(st);
+  ORCHID_RETURN_IF_ERROR(prof.Collect());
+  if (prof.skipped_passes() > 0 || prof.passes() == 0) {
+    return Status::Internal("profile: " + std::to_string(prof.skipped_passes()) +
+                            " passes under graph capture, " + std::to_string(prof.passes()) +
+                            " profiled (graphs must be off)");
+  }
+  std::vector<OpProfiler::Entry> entries = prof.entries();
+  std::stable_sort(
+      entries.begin(), entries.end(),
+      [](const OpProfiler::Entry& x, const OpProfiler::Entry& y) { return x.ms > y.ms; });
+  const double n = iters;
+  const double passes = double(prof.passes()) / n;  // forward passes (chunks) per batch
+  // Sum of len^2 over one batch's sequences: attention FLOPs = (attn_flops_per_len2 summed over
+  // a batch's calls / its passes) x this.
+  const double len2 = double(batch) * double(len) * double(len);
+  double total = 0, gemm_ms = 0, gemm_flops = 0, attn_ms = 0, attn_flops = 0;
+  for (const OpProfiler::Entry& x : entries) total += x.ms / n;
+  auto tflops = [](double flops, double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0; };
+  const std::string head =
+      "{\"impl\": \"" + a.Get("name") + "\", \"suite\": \"profile\", \"of\": \"" + suite +
+      "\", \"len\": " + std::to_string(len) + ", \"batch\": " + std::to_string(batch) +
+      ", \"iters\": " + std::to_string(iters);
+  for (const OpProfiler::Entry& x : entries) {
+    const double ms = x.ms / n;
+    double flops = x.flops / n;
+    if (x.attn_flops_per_len2 > 0) flops = x.attn_flops_per_len2 / double(prof.passes()) * len2;
+    if (x.flops > 0) {
+      gemm_ms += ms;
+      gemm_flops += flops;
+    } else if (x.attn_flops_per_len2 > 0) {
+      attn_ms += ms;
+      attn_flops += flops;
+    }
+    char tail[256];
+    if (flops > 0) {
+      std::snprintf(tail, sizeof(tail), "%.3f", tflops(flops, ms));
+    } else {
+      std::snprintf(tail, sizeof(tail), "null");
+    }
+    std::printf(
+        "%s, \"passes\": %.2f, \"label\": \"%s\", \"calls\": %.2f, \"ms\": %.4f, "
+        "\"share\": %.4f, \"tflops\": %s}\n",
+        head.c_str(), passes, x.label.c_str(), double(x.calls) / n, ms,
+        total > 0 ? ms / total : 0.0, tail);
+  }
+  std::printf(
+      "%s, \"passes\": %.2f, \"label\": \"(all ops)\", \"ms\": %.4f, \"share\": 1, "
+      "\"tflops\": null, \"wall_ms\": %.4f, \"gemm_ms\": %.4f, \"gemm_tflops\": %.3f, "
+      "\"attn_ms\": %.4f, \"attn_tflops\": %.3f}\n",
+      head.c_str(), passes, total, sec * 1e3 / n, gemm_ms, tflops(gemm_flops, gemm_ms), attn_ms,
+      tflops(attn_flops, attn_ms));
+  std::fflush(stdout);
+  return Status::Ok();
+}
+
 Status Bench(const Args& a) {
   ORCHID_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, OpenEngine(a));
   ORCHID_ASSIGN_OR_RETURN(Pooling pool, ParsePooling(a.Get("pooling", "mean")));
   const int vocab = std::min(engine->info().vocab_size, a.Int("vocab-limit", 30000));
   const int iters = a.Int("iters", 50);
+  if (a.Int("profile", 0) != 0) {
+    const int fixed = a.Int("profile-iters", 0);
+    for (const char* suite : {"latency", "sweep"}) {
+      for (int len : IntList(a.Get(suite))) {
+        const int n = fixed > 0 ? fixed : len >= 4096 ? 5 : 20;
+        ORCHID_RETURN_IF_ERROR(Profile(*engine, a, suite, len, 1, n, pool, vocab));
+      }
+    }
+    for (const auto& [len, batch] : ThroughputList(a.Get("throughput"), a.Int("batch", 100))) {
+      ORCHID_RETURN_IF_ERROR(
+          Profile(*engine, a, "throughput", len, batch, fixed > 0 ? fixed : 3, pool, vocab));
+    }
+    return Status::Ok();
+  }
   for (int len : IntList(a.Get("latency"))) {
     ORCHID_RETURN_IF_ERROR(
         Latency(*engine, a, "latency", len, len >= 4096 ? std::max(5, iters / 4) : iters, pool,
@@ -238,17 +365,23 @@ int Main(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   Args a;
-  for (int i = 2; i + 1 < argc; i += 2) {
+  for (int i = 2; i < argc;) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0) {
       std::fprintf(stderr, "expected --flag value pairs, got %s\n", argv[i]);
       return 2;
     }
+    if (k == "--profile") {  // the one flag without a value
+      a.kv["profile"] = "1";
+      i += 1;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "flag %s has no value\n", argv[i]);
+      return 2;
+    }
     a.kv[k.substr(2)] = argv[i + 1];
-  }
-  if ((argc - 2) % 2 != 0) {
-    std::fprintf(stderr, "flag %s has no value\n", argv[argc - 1]);
-    return 2;
+    i += 2;
   }
   Status st = cmd == "embed"   ? Embed(a)
               : cmd == "bench" ? Bench(a)

@@ -101,6 +101,7 @@ suite-torch-bert-base    25  120  PyTorch eager suites, BERT-base
 suite-orchid-qwen3       45  180  orchid suites, Qwen3-0.6B causal (4096 x 16 for throughput)
 suite-torch-qwen3        40  150  PyTorch eager suites, Qwen3-0.6B causal
 suite-orchid-qwen3-bidir 15   90  orchid latency, Qwen3-0.6B bidirectional, lazy graphs
+profile                  30   90  per-op GPU time, orchid --profile (graphs off); PyTorch SDPA/GEMM rates
 compile-bert-base       100  240  torch.compile(mode=reduce-overhead) latency 128, BERT-base
 compile-qwen3           160  300  torch.compile(mode=reduce-overhead) latency 128, Qwen3-0.6B
 "
@@ -463,6 +464,40 @@ blk_suite_orchid_qwen3_bidir() {
   require_models
   orchid_suites qwen3-0.6b-bidir "$M/qwen3-0.6b-bidir" mean lazy --latency 128
 }
+# Where the GPU time goes: orchid's per-op profile (cudaEvents around each op, graphs off) for
+# the two throughput gaps (BERT-base 100 x 512, Qwen3-0.6B causal 16 x 4096) and their batch-1
+# latencies, then PyTorch's own attention / GEMM / element-wise rates at the same shapes
+# (gpu_check.py attn). Either half runs without the other (no build, or no PyTorch).
+orchid_profile() {
+  local name=$1 dir=$2 pooling=$3
+  shift 3
+  [ -f "$dir/model.safetensors" ] || { echo "no model at $dir"; return 1; }
+  echo "-- $name: per-op profile"
+  "$BUILD/orchid_cuda_check" bench --model "$dir" --name "$name/orchid-graphs-off" \
+    --graphs off --pooling "$pooling" --profile "$@" | tee -a "$JSONL"
+}
+blk_profile() {
+  local ok=0 ran=0
+  require_models
+  if [ "${BUILD_OK:-}" = 1 ]; then
+    ran=1
+    orchid_profile bert-base "$M/bert-base" mean --throughput 512 --latency 128 || ok=1
+    orchid_profile qwen3-0.6b-causal "$M/qwen3-0.6b-causal" last --throughput 4096x16 \
+      --latency 4096 || ok=1
+  else
+    echo "no build (block build: ${BLOCK_build:-did not run}): orchid's profile not run"
+  fi
+  if $PY -c "import importlib.util as u, sys; sys.exit(not u.find_spec('torch'))" 2>/dev/null; then
+    ran=1
+    echo "-- PyTorch SDPA / GEMM / element-wise rates at the profiled shapes"
+    $GPUPY attn --device "$DEVICE" $SMALL_FLAG | tee -a "$JSONL" || ok=1
+  else
+    echo "no PyTorch for $PY: the reference rates not run"
+  fi
+  (( ran )) || skip "needs the build or PyTorch (neither is here)"
+  return $ok
+}
+
 blk_compile_bert_base() {
   [ -z "$SMALL_FLAG" ] || skip "SMALL=1"
   require_models

@@ -37,6 +37,19 @@ lent GPU machine; or a CPU with --device cpu and --small, to test this script).
   gpu_check.py peak
       The card's bf16 GEMM rate (torch, 8192^3 on random data), one JSON object.
 
+  gpu_check.py attn [--device cuda|cpu] [--small] [--iters N]
+      PyTorch's own rates at the shapes orchid's per-op profile (orchid_cuda_check bench
+      --profile) times, one JSON object per line ({"impl": "torch", "suite": "profile-ref",
+      "of": "attn"|"matmul"|"elementwise", "model", "label", "ms", "tflops", ...}):
+      scaled_dot_product_attention in bf16 (Q, K, V as views of one packed QKV tensor, like
+      orchid's; by default and with each backend forced: flash, efficient, cudnn) for BERT-base
+      (12 heads of 64, 512 tokens x 100, bidirectional) and Qwen3-0.6B (16 query / 8 kv heads of
+      128, 4096 tokens x 16, causal; GQA natively, else K/V repeated), FLOPs 4 len^2 head_dim
+      heads per sequence (halved when causal); torch.matmul x @ w^T and F.linear with a bias at
+      the BERT-base layer shapes (51200 rows: a whole 100 x 512 batch; 16384: one orchid
+      chunk) and Qwen3-0.6B's (16384 rows); exact GELU and add + LayerNorm over a BERT-base
+      batch. --small: tiny shapes (to test this script on a CPU).
+
   gpu_check.py report --jsonl FILE --out FILE.md [--machine TEXT] [--quiet]
       One markdown table from every JSON line (device-check.sh's block lines last). Needs no
       third-party package: device-check.sh runs it after every block.
@@ -425,6 +438,132 @@ def gemm_peak(args):
     return 0
 
 
+def attn_refs(args):
+    """PyTorch's attention / GEMM / element-wise rates at the profiled shapes (see the header)."""
+    import torch
+    import torch.nn.functional as F
+    dev = torch.device(args.device)
+    dt = torch.bfloat16
+    cuda = dev.type == "cuda"
+    iters = args.iters or (20 if cuda else 2)
+    torch.manual_seed(0)
+
+    def timed(fn):
+        """Mean ms of fn() over `iters` calls, after 3 warm-ups."""
+        for _ in range(3):
+            fn()
+        if cuda:
+            torch.cuda.synchronize()
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            for _ in range(iters):
+                fn()
+            e1.record()
+            torch.cuda.synchronize()
+            return e0.elapsed_time(e1) / iters
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        return (time.perf_counter() - t0) * 1e3 / iters
+
+    def emit(of, model, label, ms, flops=None, **extra):
+        r = {"impl": "torch", "suite": "profile-ref", "of": of, "model": model, "label": label,
+             "ms": ms, "tflops": flops / (ms * 1e-3) / 1e12 if flops and ms > 0 else None}
+        r.update(extra)
+        print(json.dumps(r), flush=True)
+
+    with torch.no_grad():
+        # --- attention: (model, batch, len, q heads, kv heads, head_dim, causal)
+        if args.small:
+            cases = [("bert-base", 2, 64, 2, 2, 64, False),
+                     ("qwen3-0.6b-causal", 2, 128, 4, 2, 128, True)]
+        else:
+            cases = [("bert-base", 100, 512, 12, 12, 64, False),
+                     ("qwen3-0.6b-causal", 16, 4096, 16, 8, 128, True)]
+        backends = [("default", None)]
+        if cuda:
+            try:
+                from torch.nn.attention import SDPBackend, sdpa_kernel
+                backends += [(n, (sdpa_kernel, getattr(SDPBackend, b)))
+                             for n, b in (("flash", "FLASH_ATTENTION"),
+                                          ("efficient", "EFFICIENT_ATTENTION"),
+                                          ("cudnn", "CUDNN_ATTENTION"))
+                             if hasattr(SDPBackend, b)]
+            except ImportError:
+                pass
+        for model, b, n, hq, hkv, d, causal in cases:
+            qkv = torch.randn(b, n, (hq + 2 * hkv) * d, device=dev, dtype=dt)
+            q = qkv[..., :hq * d].view(b, n, hq, d).transpose(1, 2)
+            k = qkv[..., hq * d:(hq + hkv) * d].view(b, n, hkv, d).transpose(1, 2)
+            v = qkv[..., (hq + hkv) * d:].view(b, n, hkv, d).transpose(1, 2)
+            k_rep = k.repeat_interleave(hq // hkv, dim=1) if hkv != hq else k
+            v_rep = v.repeat_interleave(hq // hkv, dim=1) if hkv != hq else v
+            flops = 4.0 * n * n * d * hq * b * (0.5 if causal else 1.0)
+            label = f"SDPA h={hq} kv={hkv} d={d}{' causal' if causal else ''}"
+            for name, ctx in backends:
+                def run(gqa):
+                    if gqa:
+                        return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                                      enable_gqa=True)
+                    return lambda: F.scaled_dot_product_attention(q, k_rep, v_rep,
+                                                                  is_causal=causal)
+                ms, how, err = None, None, None
+                for gqa in ([True, False] if hkv != hq else [False]):
+                    try:
+                        if ctx is None:
+                            ms = timed(run(gqa))
+                        else:
+                            with ctx[0](ctx[1]):
+                                ms = timed(run(gqa))
+                        how = "native" if gqa else ("repeat" if hkv != hq else "mha")
+                        break
+                    except Exception as e:  # no such kernel for these inputs (RuntimeError)
+                        err = str(e).splitlines()[0][:160] if str(e) else repr(e)
+                if ms is None:
+                    print(json.dumps({"impl": "torch", "suite": "profile-ref", "of": "attn",
+                                      "model": model, "label": f"{label} ({name})",
+                                      "unavailable": err}), flush=True)
+                    continue
+                emit("attn", model, f"{label} ({name})", ms, flops, backend=name, len=n,
+                     batch=b, kv=how)
+            del qkv, q, k, v, k_rep, v_rep
+
+        # --- GEMMs: y = x w^T, w [n, k] as a Linear's weight (orchid's layout).
+        if args.small:
+            shapes = [("bert-base", 128, n_, k_) for n_, k_ in ((64, 64), (192, 64), (256, 64),
+                                                                (64, 256))]
+        else:
+            bert = ((768, 768), (2304, 768), (3072, 768), (768, 3072))
+            qwen = ((4096, 1024), (1024, 2048), (6144, 1024), (1024, 3072))
+            shapes = ([("bert-base", 51200, n_, k_) for n_, k_ in bert] +
+                      [("bert-base", 16384, n_, k_) for n_, k_ in bert] +
+                      [("qwen3-0.6b-causal", 16384, n_, k_) for n_, k_ in qwen])
+        for model, m, n_, k_ in shapes:
+            x = torch.randn(m, k_, device=dev, dtype=dt)
+            w = torch.randn(n_, k_, device=dev, dtype=dt) * 0.02
+            bias = torch.randn(n_, device=dev, dtype=dt)
+            flops = 2.0 * m * n_ * k_
+            emit("matmul", model, f"matmul m={m} n={n_} k={k_}",
+                 timed(lambda: torch.matmul(x, w.t())), flops, m=m, n=n_, k=k_)
+            emit("matmul", model, f"linear+bias m={m} n={n_} k={k_}",
+                 timed(lambda: F.linear(x, w, bias)), flops, m=m, n=n_, k=k_)
+            del x, w, bias
+
+        # --- element-wise work orchid does in its own kernels (BERT-base, one batch).
+        m, h, inter = (128, 64, 256) if args.small else (51200, 768, 3072)
+        y = torch.randn(m, inter, device=dev, dtype=dt)
+        emit("elementwise", "bert-base", f"gelu(erf) m={m} n={inter}",
+             timed(lambda: F.gelu(y)), None, m=m, n=inter)
+        del y
+        a = torch.randn(m, h, device=dev, dtype=dt)
+        r = torch.randn(m, h, device=dev, dtype=dt)
+        g = torch.ones(h, device=dev, dtype=dt)
+        beta = torch.zeros(h, device=dev, dtype=dt)
+        emit("elementwise", "bert-base", f"add+layernorm m={m} n={h}",
+             timed(lambda: F.layer_norm(a + r, (h,), g, beta, 1e-12)), None, m=m, n=h)
+    return 0
+
+
 def compare(args):
     import numpy as np
     for path in (args.ours, args.ref):
@@ -443,6 +582,111 @@ def compare(args):
                       "dim": int(a.shape[1]), "min_cos": float(c.min()),
                       "mean_cos": float(c.mean()), "ok": ok}), flush=True)
     return 0 if ok else 1
+
+
+def profile_tables(rows, peak):
+    """The "Per-op profile" section of the report: orchid_cuda_check bench --profile lines
+    (suite "profile") per (impl, suite, len, batch), then PyTorch's rates at the same shapes
+    (gpu_check.py attn: suite "profile-ref") and the two side by side."""
+    import re
+    prof = [r for r in rows if r.get("suite") == "profile"]
+    refs = [r for r in rows if r.get("suite") == "profile-ref"]
+    out = []
+
+    def num(x, fmt):
+        if fmt == "tf" and isinstance(x, (int, float)):  # TFLOP/s: whole numbers, unless tiny
+            fmt = ".0f" if abs(x) >= 10 else ".2f"
+        return format(x, fmt) if isinstance(x, (int, float)) else "-"
+    groups = {}
+    for r in prof:
+        groups.setdefault((r.get("impl"), r.get("of"), r.get("len"), r.get("batch")), []).append(r)
+    if groups:
+        out += ["", "## Per-op profile (orchid, graphs off: GPU ms per batch)", "",
+                "cudaEvents around each op's launches (`orchid_cuda_check bench --profile`); "
+                "a Linear's GEMM and the kernels after it are timed apart. Linear TFLOP/s: "
+                "2 m n k (m: the bucket's rows); attention: 4 len^2 head_dim heads per sequence "
+                "and layer (halved when causal). Share: of the summed op time; wall: submit to "
+                "result per batch."]
+    for (impl, of, n, b), rs in groups.items():
+        tot = next((r for r in rs if r.get("label") == "(all ops)"), None)
+        out += ["", f"### {impl}: {of}, {n} tokens x {b}", ""]
+        if tot:
+            line = (f"wall {num(tot.get('wall_ms'), '.3f')} ms per batch; ops "
+                    f"{num(tot.get('ms'), '.3f')} ms in {num(tot.get('passes'), '.0f')} "
+                    f"forward pass(es); GEMMs {num(tot.get('gemm_ms'), '.3f')} ms at "
+                    f"{num(tot.get('gemm_tflops'), 'tf')} TFLOP/s")
+            if peak and isinstance(tot.get("gemm_tflops"), (int, float)):
+                line += f" ({100 * tot['gemm_tflops'] / peak:.0f}% of the {peak:.0f} peak)"
+            line += (f"; attention {num(tot.get('attn_ms'), '.3f')} ms at "
+                     f"{num(tot.get('attn_tflops'), 'tf')} TFLOP/s")
+            out += [line, ""]
+        # ms per layer: the batch's ms over the calls per forward pass (the layers using the
+        # label), comparable with PyTorch's one call over the whole batch below.
+        out += ["| label | calls | ms | ms per layer | share | TFLOP/s |",
+                "|---|---|---|---|---|---|"]
+        for r in rs:
+            if r.get("label") == "(all ops)":
+                continue
+            calls, passes, ms = r.get("calls"), r.get("passes"), r.get("ms")
+            per_layer = ms * passes / calls if calls and passes and ms is not None else None
+            share = r.get("share")
+            out.append(f"| {r.get('label')} | {num(calls, '.0f')} | {num(ms, '.3f')} | "
+                       f"{num(per_layer, '.3f')} | "
+                       f"{num(100 * share if isinstance(share, (int, float)) else None, '.1f')}% | "
+                       f"{num(r.get('tflops'), 'tf')} |")
+    if refs:
+        out += ["", "## PyTorch at the profiled shapes (gpu_check.py attn; ms per call)", "",
+                "| what | model | label | ms | TFLOP/s |", "|---|---|---|---|---|"]
+        for r in refs:
+            ms = (num(r.get("ms"), ".4f") if "unavailable" not in r
+                  else "n/a: " + str(r["unavailable"]).replace("|", "/"))
+            out.append(f"| {r.get('of')} | {r.get('model')} | {r.get('label')} | {ms} | "
+                       f"{num(r.get('tflops'), 'tf')} |")
+    # Side by side, from the throughput profiles: attention rate against SDPA's best backend at
+    # the same shape, each GEMM's rate against torch's at its (n, k).
+    thr = [(impl, n, b, rs) for (impl, of, n, b), rs in groups.items() if of == "throughput"]
+    att_rows, gemm_rows = [], []
+    for impl, n, b, rs in thr:
+        model = impl.rpartition("/")[0] if "/" in impl else impl
+        for r in rs:
+            lab = str(r.get("label", ""))
+            if lab.startswith("Attention") and ":" not in lab:
+                sd = [x for x in refs if x.get("of") == "attn" and x.get("model") == model and
+                      x.get("len") == n and x.get("batch") == b and
+                      isinstance(x.get("tflops"), (int, float))]
+                best = max(sd, key=lambda x: x["tflops"], default=None)
+                layers = (r["calls"] / r["passes"]) if r.get("passes") else None
+                per_layer = r["ms"] / layers if layers else None
+                att_rows.append(
+                    f"| {model} | {n} x {b} | {num(per_layer, '.3f')} | "
+                    f"{num(r.get('tflops'), 'tf')} | " + (f"{best['ms']:.3f} ({best.get('backend')}) | {best['tflops']:.0f} | "
+                       f"{best['tflops'] / r['tflops']:.2f} |"
+                       if best and r.get("tflops") else "- | - | - |"))
+            mm = re.match(r"Linear n=(\d+) k=(\d+)([^:]*): gemm$", lab)
+            if mm:
+                nn, kk = int(mm.group(1)), int(mm.group(2))
+                cols = []
+                for m_ in (16384, 51200):
+                    for kind in ("matmul", "linear+bias"):
+                        x = next((x for x in refs if x.get("of") == "matmul" and
+                                  x.get("model") == model and x.get("m") == m_ and
+                                  x.get("n") == nn and x.get("k") == kk and
+                                  str(x.get("label", "")).startswith(kind + " ")), None)
+                        cols.append(num(x.get("tflops") if x else None, "tf"))
+                gemm_rows.append(f"| {model} | {n} x {b} | {lab[:-len(': gemm')]} | "
+                                 f"{num(r.get('ms'), '.3f')} | {num(r.get('tflops'), 'tf')} | "
+                                 + " | ".join(cols) + " |")
+    if att_rows:
+        out += ["", "## Attention: orchid vs PyTorch SDPA (throughput profile)", "",
+                "| model | len x batch | orchid ms per layer | orchid TFLOP/s | SDPA best ms | "
+                "SDPA TFLOP/s | SDPA / orchid |", "|---|---|---|---|---|---|---|"] + att_rows
+    if gemm_rows:
+        out += ["", "## GEMMs: orchid (cuBLASLt, bias epilogue) vs torch at the same n, k "
+                "(TFLOP/s)", "",
+                "| model | len x batch | orchid GEMM | ms per batch | orchid | torch matmul "
+                "m=16384 | linear+bias m=16384 | matmul m=51200 | linear+bias m=51200 |",
+                "|---|---|---|---|---|---|---|---|---|"] + gemm_rows
+    return out
 
 
 def report(args):
@@ -532,6 +776,7 @@ def report(args):
                     pct = f"{100 * flops / 1e12 / peak:.0f}%"
             out.append(f"| {model} | {n} | {b} | {g(lazy)} | {g(off)} | {g(eag)} | {rr} | "
                        f"{tf} | {pct} |")
+    out += profile_tables(rows, peak)
     other = [r for r in rows if "skipped" in r or "error" in r]
     if other:
         out += ["", "## Skipped / failed", ""]
@@ -593,6 +838,12 @@ def main():
     s.set_defaults(fn=run_torch)
     s = sub.add_parser("peak")
     s.set_defaults(fn=gemm_peak)
+    s = sub.add_parser("attn")
+    s.add_argument("--device", default="cuda")
+    s.add_argument("--small", action="store_true")
+    s.add_argument("--iters", type=int, default=0, help="timed calls per shape (default 20, "
+                   "2 on a CPU)")
+    s.set_defaults(fn=attn_refs)
     s = sub.add_parser("compare")
     s.add_argument("--ours", required=True)
     s.add_argument("--ref", required=True)

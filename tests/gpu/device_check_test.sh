@@ -11,7 +11,9 @@
 #   4. the carried .deb files unpacked with ar + tar where there is no dpkg, with the packages'
 #      CMake folders found under any multiarch directory; a corrupt .deb fails the block;
 #   5. the gtest verdict: a device test skipped on the GPU machine fails (a driver older than
-#      the runtime makes every device test skip), as does a crash or an empty filter.
+#      the runtime makes every device test skip), as does a crash or an empty filter;
+#   6. the report renders the profile block's lines (orchid's per-op profile, PyTorch's rates at
+#      the same shapes, the two side by side).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -193,6 +195,36 @@ got+=" $(verdict cuda "$D/crash.log" 139) $(verdict cuda "$D/none.log" 0)"
 [ "$got" = "0 1 0 1 1 1" ] &&
   ok "gtest verdict: pass, device skip fails on cuda only, failure, crash, empty filter" ||
   fail "gtest verdict: got [$got], want [0 1 0 1 1 1]"
+
+# ----------------------------------------------------------------------------- 6. profile report
+D=$TMP/profile
+mkdir -p "$D"
+cat >"$D/results.jsonl" <<'EOF2'
+{"impl": "peak", "gemm_tflops": 791.0}
+{"impl": "bert-base/orchid-graphs-off", "suite": "profile", "of": "throughput", "len": 512, "batch": 100, "iters": 3, "passes": 4.00, "label": "Linear n=3072 k=768 gelu: gemm", "calls": 48.00, "ms": 7.1, "share": 0.25, "tflops": 340.1}
+{"impl": "bert-base/orchid-graphs-off", "suite": "profile", "of": "throughput", "len": 512, "batch": 100, "iters": 3, "passes": 4.00, "label": "Attention h=12 kv=12 d=64", "calls": 48.00, "ms": 5.0, "share": 0.2, "tflops": 190.0}
+{"impl": "bert-base/orchid-graphs-off", "suite": "profile", "of": "throughput", "len": 512, "batch": 100, "iters": 3, "passes": 4.00, "label": "Linear n=3072 k=768 gelu: gelu", "calls": 48.00, "ms": 3.0, "share": 0.1, "tflops": null}
+{"impl": "bert-base/orchid-graphs-off", "suite": "profile", "of": "throughput", "len": 512, "batch": 100, "iters": 3, "passes": 4.00, "label": "(all ops)", "ms": 28.0, "share": 1, "tflops": null, "wall_ms": 29.5, "gemm_ms": 16.0, "gemm_tflops": 420.0, "attn_ms": 5.0, "attn_tflops": 190.0}
+{"impl": "torch", "suite": "profile-ref", "of": "attn", "model": "bert-base", "label": "SDPA h=12 kv=12 d=64 (flash)", "ms": 0.2, "tflops": 400.0, "backend": "flash", "len": 512, "batch": 100, "kv": "mha"}
+{"impl": "torch", "suite": "profile-ref", "of": "attn", "model": "bert-base", "label": "SDPA h=12 kv=12 d=64 (cudnn)", "unavailable": "No available kernel"}
+{"impl": "torch", "suite": "profile-ref", "of": "matmul", "model": "bert-base", "label": "linear+bias m=16384 n=3072 k=768", "ms": 0.2, "tflops": 600.0, "m": 16384, "n": 3072, "k": 768}
+EOF2
+if python3 "$ROOT/bench/gpu/gpu_check.py" report --jsonl "$D/results.jsonl" --out "$D/r.md" \
+    --quiet; then
+  md=$(cat "$D/r.md")
+  want=("## Per-op profile" "| Linear n=3072 k=768 gelu: gelu | 48 | 3.000 | 0.250 | 10.0% | - |"
+        "GEMMs 16.000 ms at 420 TFLOP/s (53% of the 791 peak)"
+        "| bert-base | 512 x 100 | 0.417 | 190 | 0.200 (flash) | 400 | 2.11 |"
+        "| bert-base | 512 x 100 | Linear n=3072 k=768 gelu | 7.100 | 340 | - | 600 | - | - |"
+        "n/a: No available kernel")
+  missing=0
+  for w in "${want[@]}"; do
+    [[ $md == *"$w"* ]] || { fail "profile report: no [$w]"; missing=1; }
+  done
+  (( missing )) || ok "profile report: per-op table, PyTorch rates, attention and GEMMs side by side"
+else
+  fail "profile report: gpu_check.py report failed"
+fi
 
 if (( FAILURES > 0 )); then
   echo "$FAILURES check(s) failed; the runs' outputs are in $TMP"

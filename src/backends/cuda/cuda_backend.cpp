@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string>
 
@@ -22,7 +23,118 @@ Status Refused(const char* op) {
   return Status::Internal(std::string("cuda backend: ") + op + " reached although refused");
 }
 
+std::atomic<OpProfiler*> g_profiler{nullptr};  // SetOpProfiler
+
 }  // namespace
+
+// --- profiling -----------------------------------------------------------------------------
+
+void SetOpProfiler(OpProfiler* p) { g_profiler.store(p); }
+
+OpProfiler::~OpProfiler() {
+  std::lock_guard<std::mutex> lock(mu_);
+  WaitRecords();
+  for (cudaEvent_t e : free_) cudaEventDestroy(e);
+  for (cudaEvent_t e : {start_, stop_}) {
+    if (e != nullptr) cudaEventDestroy(e);
+  }
+}
+
+cudaEvent_t OpProfiler::TakeEvent() {
+  if (!free_.empty()) {
+    cudaEvent_t e = free_.back();
+    free_.pop_back();
+    return e;
+  }
+  cudaEvent_t e = nullptr;
+  const cudaError_t err = cudaEventCreate(&e);
+  if (err != cudaSuccess && error_ == cudaSuccess) error_ = err;
+  return err == cudaSuccess ? e : nullptr;
+}
+
+void OpProfiler::BeginPass(bool capturing) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++(capturing ? skipped_ : passes_);
+}
+
+void OpProfiler::Start(cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Both events are taken before anything is recorded, so that no host work (an event
+  // creation) sits between the group's launches and its stop event.
+  if (start_ == nullptr) start_ = TakeEvent();
+  if (stop_ == nullptr) stop_ = TakeEvent();
+  if (start_ == nullptr) return;
+  const cudaError_t err = cudaEventRecord(start_, stream);
+  if (err != cudaSuccess && error_ == cudaSuccess) error_ = err;
+}
+
+void OpProfiler::Stop(cudaStream_t stream, const std::string& label, double flops, double attn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (start_ == nullptr || stop_ == nullptr) return;  // Start failed (error_ says why)
+  const cudaError_t err = cudaEventRecord(stop_, stream);
+  if (err != cudaSuccess) {
+    if (error_ == cudaSuccess) error_ = err;
+    return;
+  }
+  auto [it, added] = index_.emplace(label, entries_.size());
+  if (added) {
+    entries_.emplace_back();
+    entries_.back().label = label;
+  }
+  Entry& e = entries_[it->second];
+  ++e.calls;
+  e.flops += flops;
+  e.attn_flops_per_len2 += attn;
+  records_.push_back(Record{it->second, start_, stop_});
+  start_ = stop_ = nullptr;
+}
+
+void OpProfiler::WaitRecords() {
+  for (const Record& r : records_) {
+    float ms = 0.f;
+    cudaError_t err = cudaEventSynchronize(r.stop);
+    if (err == cudaSuccess) err = cudaEventElapsedTime(&ms, r.start, r.stop);
+    if (err != cudaSuccess && error_ == cudaSuccess) error_ = err;
+    entries_[r.entry].ms += double(ms);
+    free_.push_back(r.start);
+    free_.push_back(r.stop);
+  }
+  records_.clear();
+}
+
+Status OpProfiler::Collect() {
+  std::lock_guard<std::mutex> lock(mu_);
+  WaitRecords();
+  const cudaError_t err = error_;
+  error_ = cudaSuccess;
+  return CudaStatus(err, "OpProfiler");
+}
+
+void OpProfiler::Reset() {
+  std::lock_guard<std::mutex> lock(mu_);
+  WaitRecords();
+  entries_.clear();
+  index_.clear();
+  passes_ = skipped_ = 0;
+  error_ = cudaSuccess;
+}
+
+std::vector<OpProfiler::Entry> OpProfiler::entries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_;
+}
+
+int64_t OpProfiler::passes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return passes_;
+}
+
+int64_t OpProfiler::skipped_passes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return skipped_;
+}
+
+// --- the backend ---------------------------------------------------------------------------
 
 CudaBackend::~CudaBackend() {
   for (void* p : allocations_) cudaFree(p);
@@ -195,9 +307,23 @@ void CudaBackend::Begin(const Inputs& device_inputs, int tb, int sb, bool prune)
   sb_ = sb;
   prune_ = prune;
   pending_.reset();
+  prof_ = g_profiler.load();
+  if (prof_ != nullptr) {
+    // A pass being captured into a graph is not timed (events would become graph nodes, and a
+    // replay runs none of this code).
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    const bool capturing = cudaStreamIsCapturing(stream_, &capture) != cudaSuccess ||
+                           capture != cudaStreamCaptureStatusNone;
+    prof_->BeginPass(capturing);
+    if (capturing) prof_ = nullptr;
+  }
 }
 
-Status CudaBackend::Finish() { return Flush(); }
+Status CudaBackend::Finish() {
+  const Status st = Flush();
+  prof_ = nullptr;  // the pass is over: nothing may use the profiler before the next Begin
+  return st;
+}
 
 int CudaBackend::rows(ops::Buffer b) const {
   return decl(b).rows == ops::Rows::kTokens ? tb_ : sb_;
@@ -232,11 +358,13 @@ Status CudaBackend::Flush() {
   if (planning_) return Status::Ok();
   const int width = decl(r).width;
   ORCHID_RETURN_IF_ERROR(NeedScratch(kDelta, decl(r).rows, width));
+  ProfStart();
   if (is_bf16(r)) {
     ORCHID_CUDA_TRY(ResidualAdd(scratch_[kDelta], bf(r), rows(r), width, stream_));
   } else {
     ORCHID_CUDA_TRY(ResidualAdd(scratch_[kDelta], f32(r), rows(r), width, stream_));
   }
+  ProfStop([] { return std::string("ResidualAdd (flush)"); });
   return Status::Ok();
 }
 
@@ -250,15 +378,19 @@ Status CudaBackend::DoEmbed(const ops::EmbedOp& op, ops::Buffer out) {
   if (planning_) return Status::Ok();
   if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
   if (!op.norm.valid()) {
+    ProfStart();
     ORCHID_CUDA_TRY(EmbedGather(in_.ids, tables_[size_t(op.word.id)], tb_, H, f32(out), stream_));
+    ProfStop([] { return std::string("Embed gather"); });
     return Status::Ok();
   }
   const NormLayer& n = norms_[size_t(op.norm.id)];
   const bf16* position = op.position.valid() ? tables_[size_t(op.position.id)] : nullptr;
   const bf16* type = op.type.valid() ? tables_[size_t(op.type.id)] : nullptr;
+  ProfStart();
   ORCHID_CUDA_TRY(EmbedLayerNorm(in_.ids, in_.types, in_.positions, op.position_offset,
                                  tables_[size_t(op.word.id)], position, type, n.weight, n.bias,
                                  n.eps, tb_, H, bf(out), stream_));
+  ProfStop([] { return std::string("Embed LayerNorm"); });
   return Status::Ok();
 }
 
@@ -307,21 +439,57 @@ Status CudaBackend::DoLinear(ops::Buffer in, ops::LinearWeight w, ops::Buffer ou
   }
 
   const int R = rows(in);
-  if (!is_bf16(in)) ORCHID_CUDA_TRY(Fp32ToBf16(f32(in), R, l.k, scratch_[kConvertIn], stream_));
+  // Profiling: each launch timed apart ("Linear n=3072 k=768 gelu: gemm", "...: gelu", ...).
+  auto label = [&](const char* part) {
+    return [&, part] {
+      return "Linear n=" + std::to_string(l.n) + " k=" + std::to_string(l.k) +
+             (e == ops::Epilogue::kGelu ? " gelu"
+              : residual                ? " +res"
+                                        : "") +
+             (is_bf16(in) ? "" : " f32-in") + (fp32_out ? " f32-out" : "") +
+             (domain == ops::Rows::kTokens ? "" : " pooled") + ": " + part;
+    };
+  };
+  const double gemm_flops = 2.0 * R * l.n_pad * l.k;
+  if (!is_bf16(in)) {
+    ProfStart();
+    ORCHID_CUDA_TRY(Fp32ToBf16(f32(in), R, l.k, scratch_[kConvertIn], stream_));
+    ProfStop(label("f32->bf16"));
+  }
   const GemmEpilogue ep = l.bias != nullptr ? GemmEpilogue::kBias : GemmEpilogue::kNone;
   if (fp32_out) {
+    ProfStart();
     ORCHID_RETURN_IF_ERROR(gemm_.Run(x, l.w, l.bias_f32, y32, R, l.n_pad, l.k, ep, stream_));
-    if (e == ops::Epilogue::kGelu) ORCHID_CUDA_TRY(GeluErf(y32, R, l.n_pad, stream_));
-    if (!direct) ORCHID_CUDA_TRY(CopyColumns(y32, R, l.n_pad, l.n, f32(out), stream_));
+    ProfStop(label("gemm"), gemm_flops);
+    if (e == ops::Epilogue::kGelu) {
+      ProfStart();
+      ORCHID_CUDA_TRY(GeluErf(y32, R, l.n_pad, stream_));
+      ProfStop(label("gelu"));
+    }
+    if (!direct) {
+      ProfStart();
+      ORCHID_CUDA_TRY(CopyColumns(y32, R, l.n_pad, l.n, f32(out), stream_));
+      ProfStop(label("copy cols"));
+    }
     return Status::Ok();
   }
+  ProfStart();
   ORCHID_RETURN_IF_ERROR(gemm_.Run(x, l.w, l.bias, y, R, l.n_pad, l.k, ep, stream_));
-  if (e == ops::Epilogue::kGelu) ORCHID_CUDA_TRY(GeluErf(y, R, l.n_pad, stream_));
+  ProfStop(label("gemm"), gemm_flops);
+  if (e == ops::Epilogue::kGelu) {
+    ProfStart();
+    ORCHID_CUDA_TRY(GeluErf(y, R, l.n_pad, stream_));
+    ProfStop(label("gelu"));
+  }
   if (residual) {
     pending_ = Pending{out};
     return Status::Ok();
   }
-  if (!direct) ORCHID_CUDA_TRY(CopyColumns(y, R, l.n_pad, l.n, bf(out), stream_));
+  if (!direct) {
+    ProfStart();
+    ORCHID_CUDA_TRY(CopyColumns(y, R, l.n_pad, l.n, bf(out), stream_));
+    ProfStop(label("copy cols"));
+  }
   return Status::Ok();
 }
 
@@ -343,11 +511,16 @@ Status CudaBackend::DoNorm(ops::Buffer in, ops::NormWeight w, ops::Buffer out) {
   if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
   const bf16* delta = fuse ? scratch_[kDelta] : nullptr;
   const int R = rows(in), H = w.width;
+  ProfStart();
   if (layer_norm) {
     ORCHID_CUDA_TRY(AddLayerNorm(delta, bf(in), n.weight, n.bias, n.eps, R, H, bf(out), stream_));
   } else {
     ORCHID_CUDA_TRY(AddRmsNorm(delta, f32(in), n.weight, n.eps, R, H, bf(out), stream_));
   }
+  ProfStop([&] {
+    return std::string(layer_norm ? "Norm LayerNorm" : "Norm RMSNorm") + (fuse ? " +res" : "") +
+           (decl(in).rows == ops::Rows::kTokens ? "" : " pooled");
+  });
   return Status::Ok();
 }
 
@@ -358,10 +531,12 @@ Status CudaBackend::DoQkNormRope(ops::Buffer qkv, const ops::RopeOptions& o) {
   ORCHID_RETURN_IF_ERROR(Touch(qkv));
   if (planning_) return Status::Ok();
   if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
+  ProfStart();
   ORCHID_CUDA_TRY(cuda::QkNormRope(bf(qkv), in_.positions, q != nullptr ? q->weight : nullptr,
                                    k != nullptr ? k->weight : nullptr, q != nullptr ? q->eps : 0.f,
                                    float(o.theta), tb_, o.num_heads, o.num_kv_heads, o.head_dim,
                                    stream_, float(o.inv_freq_divisor)));
+  ProfStop([] { return std::string("QkNormRope"); });
   return Status::Ok();
 }
 
@@ -376,12 +551,24 @@ Status CudaBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::Att
   if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
   const float scale = 1.f / std::sqrt(float(o.head_dim));
   bf16* dst = pooled ? scratch_[kAttention] : bf(out);
+  auto label = [&](const char* part) {
+    return [&, part] {
+      return "Attention h=" + std::to_string(o.num_heads) +
+             " kv=" + std::to_string(o.num_kv_heads) + " d=" + std::to_string(o.head_dim) +
+             (o.causal ? " causal" : "") + part;
+    };
+  };
+  ProfStart();
   ORCHID_CUDA_TRY(RaggedFlashAttention(bf(qkv), in_.cu, in_.tile_seq, in_.tile_q0, in_.num_tiles,
                                        o.num_heads, o.num_kv_heads, o.head_dim, scale, o.causal,
                                        dst, stream_));
+  // QK^T and PV: 4 head_dim num_heads FLOPs per (query, key) pair, half the pairs when causal.
+  ProfStop(label(""), 0, 4.0 * o.head_dim * o.num_heads * (o.causal ? 0.5 : 1.0));
   if (pooled) {
+    ProfStart();
     ORCHID_CUDA_TRY(
         GatherPooledRows(scratch_[kAttention], W, in_.cu, in_.mode, sb_, bf(out), stream_));
+    ProfStop(label(": gather pooled"));
   }
   return Status::Ok();
 }
@@ -410,7 +597,9 @@ Status CudaBackend::DoGlu(ops::Buffer gate_up, ops::Buffer out, ops::Gate gate) 
   ORCHID_RETURN_IF_ERROR(Touch(out));
   if (planning_) return Status::Ok();
   if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
+  ProfStart();
   ORCHID_CUDA_TRY(cuda::SwiGlu(bf(gate_up), rows(out), decl(out).width, bf(out), stream_));
+  ProfStop([] { return std::string("SwiGlu"); });
   return Status::Ok();
 }
 
@@ -420,9 +609,16 @@ Status CudaBackend::DoActivate(ops::Buffer x, ops::Activation a) {
   if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
   if (a == ops::Activation::kLog1pRelu) return Refused("Activate (log1p relu)");
   const bool relu = a == ops::Activation::kRelu;
+  auto label = [&] {
+    return std::string("Activate ") + (a == ops::Activation::kGelu ? "gelu"
+                                       : relu                      ? "relu"
+                                                                   : "tanh");
+  };
+  ProfStart();
   if (a == ops::Activation::kGelu) {
     ORCHID_CUDA_TRY(is_bf16(x) ? GeluErf(bf(x), rows(x), decl(x).width, stream_)
                                : GeluErf(f32(x), rows(x), decl(x).width, stream_));
+    ProfStop(label);
     return Status::Ok();
   }
   if (is_bf16(x)) {
@@ -432,6 +628,7 @@ Status CudaBackend::DoActivate(ops::Buffer x, ops::Activation a) {
     ORCHID_CUDA_TRY(relu ? Relu(f32(x), rows(x), decl(x).width, stream_)
                          : Tanh(f32(x), rows(x), decl(x).width, stream_));
   }
+  ProfStop(label);
   return Status::Ok();
 }
 
@@ -441,11 +638,13 @@ Status CudaBackend::DoGatherPooled(ops::Buffer tokens, ops::Buffer pooled) {
   if (planning_) return Status::Ok();
   if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
   const int W = decl(pooled).width;
+  ProfStart();
   if (is_bf16(pooled)) {
     ORCHID_CUDA_TRY(GatherPooledRows(bf(tokens), W, in_.cu, in_.mode, sb_, bf(pooled), stream_));
   } else {
     ORCHID_CUDA_TRY(GatherPooledRows(f32(tokens), W, in_.cu, in_.mode, sb_, f32(pooled), stream_));
   }
+  ProfStop([] { return std::string("GatherPooled"); });
   return Status::Ok();
 }
 
@@ -458,8 +657,10 @@ Status CudaBackend::DoPool(ops::Buffer hidden, ops::Buffer out, bool normalize) 
   // A kPooled input holds one row per sequence already: pool it as one-row sequences.
   const int32_t* cu = decl(hidden).rows == ops::Rows::kPooled ? identity_cu_ : in_.cu;
   const uint8_t* flags = normalize ? in_.norm : zero_flags_;
+  ProfStart();
   ORCHID_CUDA_TRY(
       PoolNormalize(bf(hidden), cu, in_.mode, flags, sb_, decl(out).width, f32(out), stream_));
+  ProfStop([] { return std::string("Pool"); });
   return Status::Ok();
 }
 
