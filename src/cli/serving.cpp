@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "backends/cpu/bf16_onednn.h"
 #include "backends/cpu/int8_linear.h"
 #include "backends/cpu/packed_gemm.h"
 #include "backends/cpu/vec_math.h"
@@ -299,6 +300,13 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
     auto model = LoadModel(dir, lo);
     if (!model.ok()) {
       return Status(model.status().code(), "cannot load model: " + model.status().message());
+    }
+    if (lo.linear_weights == WeightType::kBfloat16) {
+      if (const std::string choices = Bf16GemmChoices(); !choices.empty()) {
+        // Per layer shape (k->n), which kernel the load-time probe kept (bf16_onednn.h).
+        spdlog::info("--dtype bfloat16: oneDNN's {} against orchid's packed kernel: {}",
+                     OneDnnIsa(), choices);
+      }
     }
     if (const ModelInfo::Fidelity& f = (*model)->info().fidelity; f.samples > 0) {
       const bool below =

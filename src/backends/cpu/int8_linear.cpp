@@ -1,7 +1,5 @@
 #include "backends/cpu/int8_linear.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -11,6 +9,7 @@
 #include <vector>
 
 #include "backends/cpu/gelu.h"
+#include "backends/cpu/onednn.h"
 #include "backends/cpu/vec_math.h"
 
 namespace orchid {
@@ -22,10 +21,9 @@ using tag = dnnl::memory::format_tag;
 // Input channels a layer may keep out of int8 (Quantize's outliers), at most.
 constexpr int kMaxOutliers = 256;
 
-const dnnl::engine& Engine() {
-  static const dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *e;
-}
+// Run's pieces: one block size of onednn::BlockedMatmul, whose int32 products take this many
+// bytes at most (they stay in L2 until finished).
+constexpr int kPieceBytes = 384 * 1024;
 
 // Per-thread scratch that only grows.
 template <typename T>
@@ -88,9 +86,10 @@ ORCHID_AVX512 void RoundAvx512(const float* t, int k, float lo, float inv, uint8
   for (; i < k; ++i) q[i] = uint8_t(std::clamp(std::nearbyint((t[i] - lo) * inv), 0.0f, 255.0f));
 }
 
-// out = a s + lo wsum (+ bias) + sum_o xo[o] wo[o, :], into y (kNone, kGelu before its GELU)
-// or added to it (kAccumulate).
+// out = a s s_w + lo wsum (+ bias) + sum_o xo[o] wo[o, :] (a: the row's int32 products), into y
+// (kNone, kGelu before its GELU) or added to it (kAccumulate).
 struct RowTerms {
+  const float* sw;  // s_w[n]
   const float* wsum;
   const float* bias;  // null: none
   int num_outliers;
@@ -98,13 +97,14 @@ struct RowTerms {
   const float* wo;  // [num_outliers, n]
 };
 
-ORCHID_AVX512 void FinishRowAvx512(const float* a, int n, float s, float lo, const RowTerms& t,
+ORCHID_AVX512 void FinishRowAvx512(const int32_t* a, int n, float s, float lo, const RowTerms& t,
                                    bool accumulate, float* y) {
   const __m512 vs = _mm512_set1_ps(s), vlo = _mm512_set1_ps(lo);
   int c = 0;
   for (; c + 16 <= n; c += 16) {
-    __m512 v = _mm512_fmadd_ps(_mm512_loadu_ps(a + c), vs,
-                               _mm512_mul_ps(vlo, _mm512_loadu_ps(t.wsum + c)));
+    const __m512 prod = _mm512_mul_ps(
+        _mm512_cvtepi32_ps(_mm512_loadu_si512(a + c)), _mm512_loadu_ps(t.sw + c));
+    __m512 v = _mm512_fmadd_ps(prod, vs, _mm512_mul_ps(vlo, _mm512_loadu_ps(t.wsum + c)));
     if (t.bias) v = _mm512_add_ps(v, _mm512_loadu_ps(t.bias + c));
     for (int o = 0; o < t.num_outliers; ++o) {
       v = _mm512_fmadd_ps(_mm512_set1_ps(t.xo[o]),
@@ -114,7 +114,7 @@ ORCHID_AVX512 void FinishRowAvx512(const float* a, int n, float s, float lo, con
     _mm512_storeu_ps(y + c, v);
   }
   for (; c < n; ++c) {
-    float v = a[c] * s + lo * t.wsum[c] + (t.bias ? t.bias[c] : 0.0f);
+    float v = float(a[c]) * t.sw[c] * s + lo * t.wsum[c] + (t.bias ? t.bias[c] : 0.0f);
     for (int o = 0; o < t.num_outliers; ++o) v += t.xo[o] * t.wo[size_t(o) * size_t(n) + size_t(c)];
     y[c] = accumulate ? y[c] + v : v;
   }
@@ -132,10 +132,10 @@ void RangeScalar(const float* x, int k, const float* mul, float* t, float* lo, f
   *hi = h;
 }
 
-void FinishRowScalar(const float* a, int n, float s, float lo, const RowTerms& t, bool accumulate,
-                     float* y) {
+void FinishRowScalar(const int32_t* a, int n, float s, float lo, const RowTerms& t,
+                     bool accumulate, float* y) {
   for (int c = 0; c < n; ++c) {
-    float v = a[c] * s + lo * t.wsum[c] + (t.bias ? t.bias[c] : 0.0f);
+    float v = float(a[c]) * t.sw[c] * s + lo * t.wsum[c] + (t.bias ? t.bias[c] : 0.0f);
     for (int o = 0; o < t.num_outliers; ++o) v += t.xo[o] * t.wo[size_t(o) * size_t(n) + size_t(c)];
     y[c] = accumulate ? y[c] + v : v;
   }
@@ -196,16 +196,14 @@ float QuantizeActivationRow(const float* x, int k, const float* mul, int levels,
 }
 
 struct Int8Weight::Impl {
-  dnnl::matmul matmul;
-  dnnl::memory weights;        // in the primitive's layout
-  dnnl::memory weight_scales;  // n floats: s_w
-  std::vector<float> scales;   // s_w
-  std::vector<float> wsum;     // s_w[n] sum_k Wq[n,k]: the zero point's term
+  onednn::BlockedMatmul matmul;  // u8 x s8 -> s32
+  dnnl::memory weights;          // in the primitives' layout
+  std::vector<float> scales;     // s_w
+  std::vector<float> wsum;       // s_w[n] sum_k Wq[n,k]: the zero point's term
   std::vector<int8_t> quantized;
   std::vector<float> inv_smoothing;  // 1 / c[k] (0 for an outlier channel); empty: none
   std::vector<int> outliers;         // input channels multiplied in fp32
   std::vector<float> outlier_w;      // [outliers, n]: W's columns for them, transposed
-  dnnl::memory::desc scratchpad;     // what one execution needs (scratchpad_mode::user)
 };
 
 Int8Weight Int8Weight::Quantize(const float* w, int n, int k, const float* smoothing,
@@ -248,32 +246,23 @@ Int8Weight Int8Weight::Quantize(const float* w, int n, int k, const float* smoot
       impl->inv_smoothing[size_t(i)] = smoothing[i] == 0.0f ? 0.0f : 1.0f / smoothing[i];
     }
   }
-  const dnnl::engine& eng = Engine();
-  // y[M, N] = x[M, K] x W^T[K, N]: W [n, k] row-major is W^T in "ba" order.
-  const dnnl::memory::dim M = DNNL_RUNTIME_DIM_VAL, K = k, N = n;
-  dnnl::memory::desc src({M, K}, dt::u8, tag::ab), wts({K, N}, dt::s8, tag::any),
-      dst({M, N}, dt::f32, tag::ab);
-  dnnl::primitive_attr attr;
-  attr.set_output_scales(2, {DNNL_RUNTIME_F32_VAL});  // per column of y: s_w[n]
-  // Each call brings its thread's own scratchpad: the library's default one is shared by every
-  // primitive and ties a primitive to the thread that created it (Debian's oneDNN is built
-  // without DNNL_ENABLE_CONCURRENT_EXEC), where Run executes one primitive from every pool
-  // thread at once.
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  // The primitive runs on one thread (Run splits the rows over the engine's pool); oneDNN sizes
-  // its work for the OpenMP team it sees when it is created.
-  const int team = omp_get_max_threads();
-  omp_set_num_threads(1);
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wts, dst), attr, eng);
-  impl->matmul = dnnl::matmul(pd);
-  impl->scratchpad = pd.scratchpad_desc();
-  dnnl::memory plain({{K, N}, dt::s8, tag::ba}, eng, impl->quantized.data());
-  impl->weights = dnnl::memory(pd.weights_desc(), eng);
-  dnnl::stream s(eng);
-  dnnl::reorder(plain, impl->weights).execute(s, plain, impl->weights);
-  s.wait();
-  omp_set_num_threads(team);
-  impl->weight_scales = dnnl::memory({{N}, dt::f32, tag::a}, eng, impl->scales.data());
+  const dnnl::engine& eng = onednn::Engine();
+  // int32 products (no output scales: they would make every layer's primitives its own and
+  // keep oneDNN's primitive cache from sharing the kernels between layers of one shape).
+  impl->matmul = onednn::BlockedMatmul::Create(dt::u8, dt::s8, dt::s32, k, n, /*bias=*/false,
+                                               /*sum=*/false);
+  if (impl->matmul.empty()) {
+    throw std::runtime_error("int8: oneDNN makes no u8 x s8 matmul on this CPU");
+  }
+  // y = x W^T: W [n, k] row-major is W^T [k, n] in "ba" order.
+  dnnl::memory plain({{k, n}, dt::s8, tag::ba}, eng, impl->quantized.data());
+  impl->weights = dnnl::memory(impl->matmul.weights_desc(), eng);
+  {
+    onednn::OneThread one;
+    dnnl::stream s(eng);
+    dnnl::reorder(plain, impl->weights).execute(s, plain, impl->weights);
+    s.wait();
+  }
   out.impl_ = std::move(impl);
   return out;
 }
@@ -288,59 +277,56 @@ void Int8Weight::Run(ThreadPool* pool, const float* x, int m, int ldx, const flo
   const Impl& impl = *impl_;
   const float* inv_c = impl.inv_smoothing.empty() ? nullptr : impl.inv_smoothing.data();
   const int levels = Int8ActivationLevels();
-  // Row blocks: one per thread, at most 64 rows (the block's scratch stays in L2).
+  // Row ranges: one per thread, in whole 16-row blocks (onednn.h). Each range goes in pieces
+  // whose int32 products (rows x n) stay in L2 until they are finished.
+  constexpr int kTail = onednn::BlockedMatmul::kTail;
   const int threads = PoolSize(pool);
-  const int64_t grain = std::clamp<int64_t>((m + threads - 1) / threads, 16, 64);
-  ParallelFor(pool, m, grain, [&](int, int64_t begin, int64_t end) {
-    thread_local std::vector<uint8_t> q_buf;
-    thread_local std::vector<float> row_buf, acc_buf;
-    thread_local std::vector<uint8_t> scratch_buf;
-    if (omp_get_max_threads() != 1) omp_set_num_threads(1);
-    const int rows = int(end - begin);
-    uint8_t* q = Scratch(&q_buf, size_t(rows) * size_t(k));
-    float* scale = Scratch(&row_buf, size_t(rows) * 2);
-    float* lo = scale + rows;
-    float* acc = Scratch(&acc_buf, size_t(rows) * size_t(n));
-    for (int r = 0; r < rows; ++r) {
-      scale[r] = QuantizeActivationRow(x + size_t(begin + r) * size_t(ldx), k, inv_c, levels,
-                                       q + size_t(r) * size_t(k), &lo[r]);
+  const int64_t per_thread = std::max<int64_t>((m + threads - 1) / threads, kTail);
+  const int64_t grain = (per_thread + kTail - 1) / kTail * kTail;
+  int piece = kTail;  // the largest block size whose products fit kPieceBytes
+  for (int rows : onednn::BlockedMatmul::kRows) {
+    if (size_t(rows) * size_t(n) * 4 <= size_t(kPieceBytes)) {
+      piece = rows;
+      break;
     }
-    const dnnl::engine& eng = Engine();
-    thread_local dnnl::stream stream(eng);  // released when the pool's thread ends
-    dnnl::memory src({{rows, k}, dt::u8, tag::ab}, eng, q);
-    dnnl::memory dst({{rows, n}, dt::f32, tag::ab}, eng, acc);
-    // The thread's scratchpad, 64-byte aligned.
-    const size_t scratch_size = impl.scratchpad.get_size();
-    uint8_t* base = Scratch(&scratch_buf, scratch_size + 64);
-    void* aligned = base + (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
-    dnnl::memory scratchpad(impl.scratchpad, eng, scratch_size == 0 ? nullptr : aligned);
-    impl.matmul.execute(stream, {{DNNL_ARG_SRC, src},
-                                 {DNNL_ARG_WEIGHTS, impl.weights},
-                                 {DNNL_ARG_DST, dst},
-                                 {DNNL_ARG_ATTR_OUTPUT_SCALES, impl.weight_scales},
-                                 {DNNL_ARG_SCRATCHPAD, scratchpad}});
-    stream.wait();
-    const bool accumulate = epilogue == Epilogue::kAccumulate;
-    // kGelu adds the bias inside BiasGelu.
-    const float* b = epilogue == Epilogue::kGelu ? nullptr : bias;
-    const int num_outliers = int(impl.outliers.size());
+  }
+  const bool accumulate = epilogue == Epilogue::kAccumulate;
+  const float* b = epilogue == Epilogue::kGelu ? nullptr : bias;  // (kGelu: inside BiasGelu)
+  const int num_outliers = int(impl.outliers.size());
+  ParallelFor(pool, m, grain, [&](int, int64_t range_begin, int64_t range_end) {
+    thread_local std::vector<uint8_t> q_buf;
+    thread_local std::vector<float> row_buf;
+    thread_local std::vector<int32_t> acc_buf;
+    uint8_t* q = Scratch(&q_buf, size_t(piece) * size_t(k));
+    float* scale = Scratch(&row_buf, size_t(piece) * 2);
+    float* lo = scale + piece;
+    int32_t* acc = Scratch(&acc_buf, size_t(piece) * size_t(n));
     float xo[kMaxOutliers];
-    RowTerms terms{impl.wsum.data(), b, num_outliers, xo, impl.outlier_w.data()};
-    for (int r = 0; r < rows; ++r) {
-      const float* a = acc + size_t(r) * size_t(n);
-      float* out = y + size_t(begin + r) * size_t(ldy);
-      const float* xr = x + size_t(begin + r) * size_t(ldx);
-      for (int o = 0; o < num_outliers; ++o) xo[o] = xr[impl.outliers[size_t(o)]];
-#if ORCHID_HAVE_X86_SIMD
-      if (simd::HasAvx512()) {
-        FinishRowAvx512(a, n, scale[r], lo[r], terms, accumulate, out);
-      } else {
-        FinishRowScalar(a, n, scale[r], lo[r], terms, accumulate, out);
+    const RowTerms terms{impl.scales.data(), impl.wsum.data(), b, num_outliers, xo,
+                         impl.outlier_w.data()};
+    for (int64_t begin = range_begin; begin < range_end; begin += piece) {
+      const int rows = int(std::min<int64_t>(piece, range_end - begin));
+      for (int r = 0; r < rows; ++r) {
+        scale[r] = QuantizeActivationRow(x + size_t(begin + r) * size_t(ldx), k, inv_c, levels,
+                                         q + size_t(r) * size_t(k), &lo[r]);
       }
+      impl.matmul.Run(q, rows, impl.weights, nullptr, acc, false);
+      for (int r = 0; r < rows; ++r) {
+        const int32_t* a = acc + size_t(r) * size_t(n);
+        float* out = y + size_t(begin + r) * size_t(ldy);
+        const float* xr = x + size_t(begin + r) * size_t(ldx);
+        for (int o = 0; o < num_outliers; ++o) xo[o] = xr[impl.outliers[size_t(o)]];
+#if ORCHID_HAVE_X86_SIMD
+        if (simd::HasAvx512()) {
+          FinishRowAvx512(a, n, scale[r], lo[r], terms, accumulate, out);
+        } else {
+          FinishRowScalar(a, n, scale[r], lo[r], terms, accumulate, out);
+        }
 #else
-      FinishRowScalar(a, n, scale[r], lo[r], terms, accumulate, out);
+        FinishRowScalar(a, n, scale[r], lo[r], terms, accumulate, out);
 #endif
-      if (epilogue == Epilogue::kGelu) BiasGelu(out, bias, size_t(n));
+        if (epilogue == Epilogue::kGelu) BiasGelu(out, bias, size_t(n));
+      }
     }
   });
 }

@@ -128,6 +128,13 @@ PackedWeight PackedWeight::Pack(const float* w, int n, int k, WeightType type) {
     const size_t size = PackedSizeBf16(n, k);
     pw.buf16_.Reserve(size == 0 ? 1 : size);
     PackRowsBf16(w, n, k, k, pw.buf16_.data());
+    if (Bf16GemmSetting() != Bf16Gemm::kPacked) {
+      OneDnnBf16Weight onednn = OneDnnBf16Weight::Pack(w, n, k);
+      if (ChooseBf16Gemm(onednn, pw.bf16_view())) {
+        pw.onednn_bf16_ = std::move(onednn);
+        pw.buf16_ = Buffer<bf16>();  // only one copy of the weights stays
+      }
+    }
   } else if (type == WeightType::kFloat32Blas) {
     pw.buf_.Reserve(size_t(n) * size_t(k) + 1);
     std::copy(w, w + size_t(n) * size_t(k), pw.buf_.data());
@@ -149,6 +156,9 @@ void Linear(ThreadPool* pool, const float* x, int m, int ldx, const PackedWeight
     return w.int8().Run(pool, x, m, ldx, bias, y, ldy, epilogue);
   }
   const bool half = w.type() == WeightType::kBfloat16;
+  if (half && !w.onednn_bf16().empty()) {
+    return w.onednn_bf16().Run(pool, x, m, ldx, bias, y, ldy, epilogue);
+  }
   const int panels = w.panels();
   const int threads = PoolSize(pool);
   const int chunk = RowChunk(w.k());

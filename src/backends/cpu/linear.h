@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "backends/cpu/bf16_onednn.h"
 #include "backends/cpu/int8_linear.h"
 #include "backends/cpu/packed_gemm.h"
 #include "backends/cpu/thread_pool.h"
@@ -65,6 +66,8 @@ class PackedWeight {
   const float* rows() const { return buf_.data(); }
   Bf16PanelView bf16_view() const { return {buf16_.data(), n_, k_}; }
   const Int8Weight& int8() const { return int8_; }
+  // kBfloat16 on oneDNN (bf16_onednn.h): empty when the packed kernel runs this layer.
+  const OneDnnBf16Weight& onednn_bf16() const { return onednn_bf16_; }
 
  private:
   int n_ = 0, k_ = 0;
@@ -72,6 +75,7 @@ class PackedWeight {
   Buffer<float> buf_;
   Buffer<bf16> buf16_;
   Int8Weight int8_;
+  OneDnnBf16Weight onednn_bf16_;
 };
 
 // y[m, w.n()] from x[m, w.k()]; rows are ldx / ldy floats apart; bias (w.n() floats) may be
