@@ -142,6 +142,7 @@ void FinishRowScalar(const int32_t* a, int n, float s, float lo, const RowTerms&
 }
 
 int LevelsForIsa() {
+  onednn::EnableAmx();
   switch (dnnl::get_effective_cpu_isa()) {
     case dnnl::cpu_isa::avx512_core_amx:
     case dnnl::cpu_isa::avx512_core_bf16:
@@ -332,6 +333,7 @@ void Int8Weight::Run(ThreadPool* pool, const float* x, int m, int ldx, const flo
 }
 
 const char* OneDnnIsa() {
+  onednn::EnableAmx();
   switch (dnnl::get_effective_cpu_isa()) {
     case dnnl::cpu_isa::avx512_core_amx:
       return "AMX (avx512_core_amx)";

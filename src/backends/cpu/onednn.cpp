@@ -1,6 +1,10 @@
 #include "backends/cpu/onednn.h"
 
 #include <omp.h>
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <cstdint>
@@ -10,8 +14,25 @@
 
 namespace orchid::onednn {
 
+bool EnableAmx() {
+  static const bool enabled = [] {
+#if defined(__linux__) && defined(__x86_64__)
+    constexpr long kReqXcompPerm = 0x1023, kGetXcompPerm = 0x1022, kXtileData = 18;
+    if (syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) != 0) return false;
+    unsigned long mask = 0;
+    return syscall(SYS_arch_prctl, kGetXcompPerm, &mask) == 0 && (mask >> kXtileData & 1) != 0;
+#else
+    return false;
+#endif
+  }();
+  return enabled;
+}
+
 const dnnl::engine& Engine() {
-  static const dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  static const dnnl::engine* e = [] {
+    EnableAmx();
+    return new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return *e;
 }
 

@@ -19,7 +19,14 @@
 
 namespace orchid::onednn {
 
+// The CPU engine (made once). Before it, the process asks Linux for the AMX tile state
+// (EnableAmx), so that oneDNN may use AMX where the CPU has it.
 const dnnl::engine& Engine();
+
+// arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA), once per process (Linux >= 5.16 traps the first
+// tile instruction without it). True when AMX tiles may be used; false on CPUs or kernels
+// without AMX, where nothing changes. Call before asking oneDNN which ISA it runs.
+bool EnableAmx();
 
 // While alive, oneDNN primitives are created for a team of one thread (the previous team size
 // is restored at the end).
