@@ -156,6 +156,30 @@ TEST(Bf16OneDnnTest, TheProbeChoosesOncePerShapeAndSaysWhich) {
   EXPECT_NE(choices.find(want), std::string::npos) << choices;
 }
 
+// oneDNN 2.6 has AMX (and its fastest AVX512-BF16 / VNNI code) only in its brgemm kernels,
+// which it picks only for a fixed row count: with a run-time one it had silently fallen back to
+// gemm:jit. Both layers must be on brgemm wherever the CPU (or the cap) allows it.
+TEST(Bf16OneDnnTest, LayersRunOnBrgemmWhereTheCpuHasIt) {
+  const std::string isa = OneDnnIsa();
+  std::vector<float> w(size_t(256) * 512, 0.25f);
+  const Int8Weight int8 = Int8Weight::Quantize(w.data(), 256, 512);
+  const OneDnnBf16Weight bf16 = OneDnnBf16Weight::Pack(w.data(), 256, 512);
+  std::printf("oneDNN ISA %s: int8 on %s, bf16 on %s\n", isa.c_str(), int8.kernel().c_str(),
+              bf16.empty() ? "(none)" : bf16.kernel().c_str());
+  const auto has = [&](const char* s) { return isa.find(s) != std::string::npos; };
+  if (has("vnni") || has("bf16") || has("amx")) {
+    EXPECT_EQ(int8.kernel().rfind("brg:", 0), 0u) << int8.kernel();
+  }
+  if (has("bf16") || has("amx")) {
+    ASSERT_FALSE(bf16.empty());
+    EXPECT_EQ(bf16.kernel().rfind("brg:", 0), 0u) << bf16.kernel();
+  }
+  if (has("amx")) {
+    EXPECT_NE(int8.kernel().find("amx"), std::string::npos) << int8.kernel();
+    EXPECT_NE(bf16.kernel().find("amx"), std::string::npos) << bf16.kernel();
+  }
+}
+
 // A whole model: oneDNN and the packed kernel multiply the same rounded numbers, so the
 // embeddings agree to fp32 summation order, far closer than bfloat16 to fp32.
 TEST(Bf16OneDnnTest, ModelEmbeddingsMatchThePackedKernel) {

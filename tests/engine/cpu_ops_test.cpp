@@ -14,6 +14,7 @@
 
 #include "backends/cpu/add.h"
 #include "backends/cpu/attention.h"
+#include "backends/cpu/bf16_onednn.h"
 #include "backends/cpu/embedding.h"
 #include "backends/cpu/gelu.h"
 #include "backends/cpu/gemm.h"
@@ -342,6 +343,12 @@ TEST(CpuOpsTest, Bfloat16RoundsToNearestEven) {
 // against a double-precision product of the rounded values, every epilogue, every path. A
 // row's result must not depend on the rows beside it.
 TEST(CpuOpsTest, LinearBfloat16MatchesRoundedReference) {
+  // orchid's packed kernel on each ISA (oneDNN's, which a probe may pick on AMX hosts, has its
+  // own tests: bf16_onednn_test.cpp).
+  SetBf16Gemm(Bf16Gemm::kPacked);
+  struct Unpin {
+    ~Unpin() { SetBf16Gemm(Bf16Gemm::kAuto); }
+  } unpin;
   ForEachIsa([&] {
     for (int m : {1, 7, 8, 9, 150, 301}) {
       for (auto [k, n] : {std::pair{9, 37}, std::pair{64, 100}, std::pair{3, 16}, std::pair{20, 48},
@@ -409,8 +416,10 @@ TEST(CpuOpsTest, LinearBfloat16IsBitwiseTheSameOnEveryPath) {
     ~Restore() {
       simd::LimitIsa(simd::Isa::kAvx512Bf16);
       SetBf16Kernel(Bf16Kernel::kAuto);
+      SetBf16Gemm(Bf16Gemm::kAuto);
     }
   } restore;
+  SetBf16Gemm(Bf16Gemm::kPacked);  // the packed kernel's paths (not oneDNN's)
   struct Path {
     simd::Isa isa;
     Bf16Kernel kernel;

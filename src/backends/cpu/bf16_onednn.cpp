@@ -128,6 +128,8 @@ void OneDnnBf16Weight::Run(ThreadPool* pool, const float* x, int m, int ldx, con
     const int padded = (rows + kTail - 1) / kTail * kTail;
     bf16* xb = Scratch(&xb_buf, size_t(padded) * size_t(k));
     ConvertRowsBf16(x + size_t(begin) * size_t(ldx), ldx, k, xb, k, 0, rows);
+    // The padding rows' results are dropped; zeros keep them from being NaNs or denormals.
+    std::fill(xb + size_t(rows) * size_t(k), xb + size_t(padded) * size_t(k), bf16{0});
     // Straight into y when its rows are dense; else through scratch.
     const bool direct = ldy == n;
     float* out =

@@ -270,6 +270,7 @@ Int8Weight Int8Weight::Quantize(const float* w, int n, int k, const float* smoot
 
 const float* Int8Weight::scales() const { return impl_->scales.data(); }
 const int8_t* Int8Weight::quantized() const { return impl_->quantized.data(); }
+const std::string& Int8Weight::kernel() const { return impl_->matmul.impl(); }
 
 void Int8Weight::Run(ThreadPool* pool, const float* x, int m, int ldx, const float* bias, float* y,
                      int ldy, Epilogue epilogue) const {

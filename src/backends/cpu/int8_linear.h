@@ -28,6 +28,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/packed_gemm.h"
@@ -50,6 +51,8 @@ class Int8Weight {
   // before oneDNN's reorder), for tests.
   const float* scales() const;
   const int8_t* quantized() const;
+  // oneDNN's kernel for it, e.g. "brg:avx512_core_vnni" (not empty()).
+  const std::string& kernel() const;
 
   // y[m, n] (rows ldy floats apart) from x[m, k] (ldx floats apart); bias (n floats) may be
   // null; epilogue kNone, kGelu (exact) or kAccumulate (y += ...). Rows are split over pool.
