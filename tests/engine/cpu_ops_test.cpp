@@ -633,6 +633,67 @@ TEST(CpuOpsTest, RaggedAttentionCausalGroupedQueryMatchesReference) {
   }
 }
 
+// bfloat16 products (--dtype int8 models): against a reference that rounds Q, K, P and V to
+// bfloat16 as the kernel does and sums in double. A P value within fp32 noise of a rounding
+// boundary may round the other way in the reference (2^-8 of it), so single elements get a
+// loose bound and the mean a tight one; unrounded operands would miss both by far.
+TEST(CpuOpsTest, RaggedAttentionBfloat16MatchesRoundedReference) {
+  auto round = [](double f) { return double(FloatFromBf16(Bf16FromFloat(float(f)))); };
+  const std::vector<int32_t> lens = {1, 2, 17, 70, 7};
+  std::vector<int32_t> cu = {0};
+  for (int32_t l : lens) cu.push_back(cu.back() + l);
+  const int T = cu.back();
+  for (bool causal : {false, true}) {
+    for (auto [heads, kv, hd] : {std::tuple{4, 2, 16}, std::tuple{3, 3, 5}, std::tuple{2, 1, 40}}) {
+      SCOPED_TRACE(::testing::Message() << "causal " << causal << " heads " << heads << " hd "
+                                        << hd);
+      const int Q = heads * hd, KV = kv * hd, ld = Q + 2 * KV;
+      auto qkv = Random(size_t(T) * size_t(ld), 45, -1, 1);
+      ForEachPool([&](ThreadPool* pool) {
+        std::vector<float> out(size_t(T) * size_t(Q), -7.0f);
+        Buffer<float> scratch;
+        AttentionShape shape{heads, kv, hd, causal, false};
+        shape.bf16 = true;
+        RaggedAttention(pool, qkv.data(), cu.data(), int(lens.size()), shape, out.data(), &scratch);
+        double sum_err = 0;
+        size_t count = 0;
+        for (size_t s = 0; s < lens.size(); ++s) {
+          for (int h = 0; h < heads; ++h) {
+            const int g = h / (heads / kv);
+            for (int i = cu[s]; i < cu[s + 1]; ++i) {
+              const int last = causal ? i : cu[s + 1] - 1;
+              std::vector<double> p;
+              double mx = -1e300, sum = 0;
+              for (int j = cu[s]; j <= last; ++j) {
+                double dot = 0;
+                for (int d = 0; d < hd; ++d) {
+                  dot += round(qkv[size_t(i) * ld + size_t(h * hd + d)]) *
+                         round(qkv[size_t(j) * ld + size_t(Q + g * hd + d)]);
+                }
+                p.push_back(float(dot) * (1.0f / std::sqrt(float(hd))));
+                mx = std::max(mx, p.back());
+              }
+              for (auto& v : p) sum += (v = std::exp(v - mx));
+              for (int d = 0; d < hd; ++d) {
+                double o = 0;
+                for (int j = cu[s]; j <= last; ++j) {
+                  o += round(p[size_t(j - cu[s])] / sum) *
+                       round(qkv[size_t(j) * ld + size_t(Q + KV + g * hd + d)]);
+                }
+                const double err = std::abs(out[size_t(i) * Q + size_t(h * hd + d)] - o);
+                ASSERT_LT(err, 1e-2) << "seq " << s << " head " << h << " token " << i;
+                sum_err += err;
+                ++count;
+              }
+            }
+          }
+        }
+        EXPECT_LT(sum_err / double(count), 2e-4);
+      });
+    }
+  }
+}
+
 // query_rows: each sequence computes only a range of its query rows (the last layer under CLS
 // or last-token pooling); those rows are bitwise the full call's, the others are left alone.
 TEST(CpuOpsTest, RaggedAttentionQueryRowsMatchTheFullCallBitwise) {
@@ -643,15 +704,19 @@ TEST(CpuOpsTest, RaggedAttentionQueryRowsMatchTheFullCallBitwise) {
   // [begin, end) per sequence: the whole of it, the first row (CLS), the last (last token),
   // and rows that straddle the causal path's 64-row blocks.
   const std::vector<int32_t> ranges = {0, 1, 69, 70, 3, 129, 0, 1, 63, 64, 0, 9};
-  for (auto [causal, heads, kv, hd] : {std::tuple{true, 4, 2, 16}, std::tuple{false, 4, 2, 16},
-                                       std::tuple{true, 3, 3, 40}, std::tuple{false, 6, 1, 8}}) {
-    SCOPED_TRACE(::testing::Message() << "causal " << causal << " heads " << heads << " kv " << kv);
+  for (auto [causal, heads, kv, hd, half] :
+       {std::tuple{true, 4, 2, 16, false}, std::tuple{false, 4, 2, 16, false},
+        std::tuple{true, 3, 3, 40, false}, std::tuple{false, 6, 1, 8, false},
+        std::tuple{true, 4, 2, 16, true}, std::tuple{false, 3, 3, 40, true}}) {
+    SCOPED_TRACE(::testing::Message() << "causal " << causal << " heads " << heads << " kv " << kv
+                                      << " bf16 " << half);
     const int Q = heads * hd, ld = Q + 2 * kv * hd;
     auto qkv = Random(size_t(T) * size_t(ld), 43, -2, 2);
     ForEachPool([&](ThreadPool* pool) {
       std::vector<float> full(size_t(T) * size_t(Q)), part(size_t(T) * size_t(Q), -7.0f);
       Buffer<float> scratch;
-      const AttentionShape shape{heads, kv, hd, causal, false};
+      AttentionShape shape{heads, kv, hd, causal, false};
+      shape.bf16 = half;
       RaggedAttention(pool, qkv.data(), cu.data(), int(lens.size()), shape, full.data(), &scratch);
       RaggedAttention(pool, qkv.data(), cu.data(), int(lens.size()), shape, part.data(), &scratch,
                       ranges.data());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/packed_gemm.h"
@@ -96,7 +97,9 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
 
   // Sequence s, key/value head g, and query heads [h0, h1) of those that read it (g * group to
   // (g + 1) * group): K and V are packed once for all of them.
+  const bool half = shape.bf16 && !shape.blas;
   auto kv_head = [&](int thread, int s, int g, int h0, int h1) {
+    thread_local std::vector<bf16> kb, vb, qb, pb;  // bf16: packed K, V^T; Q and P rows
     float* scores = scratch->data() + stride * size_t(thread);
     float* k_packed = scores + scores_size;
     float* v_packed = k_packed + k_size;
@@ -109,7 +112,18 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
     const float* row = qkv + size_t(start) * ld_qkv;
     const float* k = row + hidden + size_t(g) * head_dim;
     const float* v = row + hidden + kv_width + size_t(g) * head_dim;
-    if (!shape.blas) {
+    if (half) {
+      // K as the "weight" rows of Q K^T, V^T's rows (V's columns) as those of P V, in bfloat16.
+      thread_local std::vector<float> vt;
+      vt.resize(size_t(head_dim) * size_t(len));
+      for (int i = 0; i < len; ++i) {
+        for (int c = 0; c < head_dim; ++c) vt[size_t(c) * len + size_t(i)] = v[size_t(i) * ld_qkv + c];
+      }
+      kb.resize(PackedSizeBf16(len, head_dim) + 1);
+      vb.resize(PackedSizeBf16(head_dim, len) + 1);
+      PackRowsBf16(k, len, head_dim, ld_qkv, kb.data());
+      PackRowsBf16(vt.data(), head_dim, len, len, vb.data());
+    } else if (!shape.blas) {
       PackRows(k, len, head_dim, ld_qkv, k_packed);
       PackColumns(v, head_dim, len, ld_qkv, v_packed);
     }
@@ -135,6 +149,57 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
           }
           Gemm(false, false, r1 - r0, head_dim, keys, 1.0f, s_rows, len, v, ld_qkv, 0.0f,
                o + size_t(r0) * hidden, hidden);
+        }
+        continue;
+      }
+      if (half) {
+        // Q's rows and then P's in bfloat16 (rows padded to an even width with a zero).
+        const int ldq = 2 * ((head_dim + 1) / 2), ldp = 2 * ((len + 1) / 2);
+        qb.resize(size_t(len) * size_t(ldq) + 1);
+        pb.resize(size_t(len) * size_t(ldp) + 1);
+        ConvertRowsBf16(q_in, ld_qkv, head_dim, qb.data(), ldq, q0, q1);
+        const Bf16PanelView kt{kb.data(), len, head_dim}, vt{vb.data(), head_dim, len};
+        auto scale_rows = [&](int r0, int r1, int keys) {
+          for (int i = r0; i < r1; ++i) {
+            float* r = scores + size_t(i) * len;
+            for (int j = 0; j < keys; ++j) r[j] *= scale;
+          }
+        };
+        if (!causal) {
+          PackedGemmTilesBf16(qb.data(), ldq, kt, nullptr, scores, len, Epilogue::kNone, q0, q1, 0,
+                              kt.panels());
+          scale_rows(q0, q1, len);
+          add_bias(h, scores, len, q0, q1, len);
+          add_disentangled(h, q_in, k, len, scores, len, q0, q1, pos);
+          if (window > 0) {
+            for (int i = q0; i < q1; ++i) softmax_row(scores + size_t(i) * len, i, len);
+          } else {
+            SoftmaxRows(scores + size_t(q0) * len, q1 - q0, len, len);
+          }
+          ConvertRowsBf16(scores, len, len, pb.data(), ldp, q0, q1);
+          PackedGemmTilesBf16(pb.data(), ldp, vt, nullptr, o, hidden, Epilogue::kNone, q0, q1, 0,
+                              vt.panels());
+          continue;
+        }
+        // Causal, as below: rows [r0, r1) multiply only keys [0, r1).
+        constexpr int kRowBlock = 64;
+        for (int r0 = q0; r0 < q1; r0 += kRowBlock) {
+          const int r1 = std::min(q1, r0 + kRowBlock);
+          const int key_panels = (r1 + kPanelWidth - 1) / kPanelWidth;
+          const int keys = std::min(len, key_panels * kPanelWidth);
+          PackedGemmTilesBf16(qb.data(), ldq, kt, nullptr, scores, len, Epilogue::kNone, r0, r1, 0,
+                              key_panels);
+          scale_rows(r0, r1, keys);
+          add_bias(h, scores, len, r0, r1, keys);
+          for (int i = r0; i < r1; ++i) softmax_row(scores + size_t(i) * len, i, keys);
+          // P's first r1 columns (a zero after an odd r1: masked keys are exact zeros anyway).
+          ConvertRowsBf16(scores, len, r1, pb.data(), ldp, r0, r1);
+          for (int p = 0; p < vt.panels(); ++p) {
+            const Bf16PanelView panel{vt.panel(p), std::min(kPanelWidth, head_dim - p * kPanelWidth),
+                                      r1};
+            PackedGemmTilesBf16(pb.data(), ldp, panel, nullptr, o + p * kPanelWidth, hidden,
+                                Epilogue::kNone, r0, r1, 0, 1);
+          }
         }
         continue;
       }

@@ -23,6 +23,10 @@ struct AttentionShape {
   int head_dim = 0;
   bool causal = false;  // token i attends to tokens 0..i of its sequence only
   bool blas = false;    // both products on the BLAS library (gemm.h) instead of packed_gemm.h
+  // Packed path: both products with bfloat16 operands (Q, K, the softmax's P and V rounded to
+  // nearest even; fp32 accumulation, fp32 softmax), at vdpbf16ps's rate where the CPU has
+  // AVX512_BF16. --dtype int8 models use it (their start-up check measures what it costs).
+  bool bf16 = false;
   // Optional: added to the scaled score of query i and key j of head h (positions inside the
   // sequence): relative_bias[h * (2 span - 1) + (j - i) + span - 1]. span >= the longest
   // sequence. MPNet's relative position bias.

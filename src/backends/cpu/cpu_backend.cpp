@@ -244,6 +244,9 @@ Status CpuBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::Atte
                        linear_weights_ == WeightType::kFloat32Blas};
   shape.scale = o.scale;
   shape.window = o.window;
+  // int8 models multiply attention's products in bfloat16 once calibrated (the start-up check's
+  // float32 reference passes run before, in float32).
+  shape.bf16 = linear_weights_ == WeightType::kInt8 && !calibrating_;
   if (o.relative_bias.valid()) {
     // The bias of every relative position the batch has, per head: [heads, 2 span - 1].
     int span = 1;
