@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/cuda/op_support.h"
 #include "backends/cuda/ops.h"
@@ -269,6 +270,24 @@ __global__ void GeluErfKernel(T* __restrict__ x, size_t n) {
   }
 }
 
+// bf16 GELU 8 elements (16 bytes) a thread: the scalar kernel's 2-byte accesses took twice
+// PyTorch's time for BERT-base's FFN (bench/results/gpu-h200-profile-20261204-1552.md). The
+// same erff and rounding per element.
+__global__ void GeluErfBf16x8Kernel(bf16* __restrict__ x, size_t n8) {
+  ORCHID_GRID_STRIDE(i, n8) {
+    uint4 raw = reinterpret_cast<const uint4*>(x)[i];
+    __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&raw);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      float2 f = __bfloat1622float2(h[j]);
+      f.x = 0.5f * f.x * (1.f + erff(f.x * 0.70710678118654752f));
+      f.y = 0.5f * f.y * (1.f + erff(f.y * 0.70710678118654752f));
+      h[j] = __floats2bfloat162_rn(f.x, f.y);
+    }
+    reinterpret_cast<uint4*>(x)[i] = raw;
+  }
+}
+
 template <typename T>
 __global__ void TanhKernel(T* __restrict__ x, size_t n) {
   ORCHID_GRID_STRIDE(i, n) { Store(x + i, tanhf(Load(x + i))); }
@@ -397,6 +416,12 @@ template <typename T>
 cudaError_t LaunchGeluErf(T* x, int T_, int N, cudaStream_t stream) {
   const size_t n = size_t(T_ > 0 ? T_ : 0) * size_t(N > 0 ? N : 0);
   if (n == 0) return cudaSuccess;
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (n % 8 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0) {
+      GeluErfBf16x8Kernel<<<ElementBlocks(n / 8), kElementThreads, 0, stream>>>(x, n / 8);
+      return cudaGetLastError();
+    }
+  }
   GeluErfKernel<T><<<ElementBlocks(n), kElementThreads, 0, stream>>>(x, n);
   return cudaGetLastError();
 }
