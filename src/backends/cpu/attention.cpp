@@ -152,72 +152,72 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
         }
         continue;
       }
+      // The head's Q rows: in bfloat16 (rows padded to an even width with a zero), or in fp32
+      // copied next to each other (in place they are ld_qkv floats apart, a large power-of-two
+      // multiple: every row falls in the same few cache sets; QK^T re-reads them for every panel
+      // of keys, and from the copy it ran ~20% faster: one 512-token head, head_dim 128, AVX2).
+      const int ldqb = 2 * ((head_dim + 1) / 2), ldp = 2 * ((len + 1) / 2);
       if (half) {
-        // Q's rows and then P's in bfloat16 (rows padded to an even width with a zero).
-        const int ldq = 2 * ((head_dim + 1) / 2), ldp = 2 * ((len + 1) / 2);
-        qb.resize(size_t(len) * size_t(ldq) + 1);
+        qb.resize(size_t(len) * size_t(ldqb) + 1);
         pb.resize(size_t(len) * size_t(ldp) + 1);
-        ConvertRowsBf16(q_in, ld_qkv, head_dim, qb.data(), ldq, q0, q1);
-        const Bf16PanelView kt{kb.data(), len, head_dim}, vt{vb.data(), head_dim, len};
-        auto scale_rows = [&](int r0, int r1, int keys) {
-          for (int i = r0; i < r1; ++i) {
-            float* r = scores + size_t(i) * len;
-            for (int j = 0; j < keys; ++j) r[j] *= scale;
-          }
-        };
-        if (!causal) {
-          PackedGemmTilesBf16(qb.data(), ldq, kt, nullptr, scores, len, Epilogue::kNone, q0, q1, 0,
-                              kt.panels());
-          scale_rows(q0, q1, len);
-          add_bias(h, scores, len, q0, q1, len);
-          add_disentangled(h, q_in, k, len, scores, len, q0, q1, pos);
-          if (window > 0) {
-            for (int i = q0; i < q1; ++i) softmax_row(scores + size_t(i) * len, i, len);
-          } else {
-            SoftmaxRows(scores + size_t(q0) * len, q1 - q0, len, len);
-          }
-          ConvertRowsBf16(scores, len, len, pb.data(), ldp, q0, q1);
-          PackedGemmTilesBf16(pb.data(), ldp, vt, nullptr, o, hidden, Epilogue::kNone, q0, q1, 0,
-                              vt.panels());
-          continue;
+        ConvertRowsBf16(q_in, ld_qkv, head_dim, qb.data(), ldqb, q0, q1);
+      } else {
+        for (int i = q0; i < q1; ++i) {
+          std::copy(q_in + size_t(i) * ld_qkv, q_in + size_t(i) * ld_qkv + head_dim,
+                    q_rows + size_t(i) * head_dim);
         }
-        // Causal, as below: rows [r0, r1) multiply only keys [0, r1).
-        constexpr int kRowBlock = 64;
-        for (int r0 = q0; r0 < q1; r0 += kRowBlock) {
-          const int r1 = std::min(q1, r0 + kRowBlock);
-          const int key_panels = (r1 + kPanelWidth - 1) / kPanelWidth;
-          const int keys = std::min(len, key_panels * kPanelWidth);
-          PackedGemmTilesBf16(qb.data(), ldq, kt, nullptr, scores, len, Epilogue::kNone, r0, r1, 0,
-                              key_panels);
-          scale_rows(r0, r1, keys);
-          add_bias(h, scores, len, r0, r1, keys);
-          for (int i = r0; i < r1; ++i) softmax_row(scores + size_t(i) * len, i, keys);
-          // P's first r1 columns (a zero after an odd r1: masked keys are exact zeros anyway).
-          ConvertRowsBf16(scores, len, r1, pb.data(), ldp, r0, r1);
+      }
+      // scores[r0, r1) = Q K^T / sqrt(d) over the first key_panels panels of keys (K's rows are
+      // the "weight" rows).
+      auto qk = [&](int r0, int r1, int key_panels) {
+        if (!half) {
+          PackedGemmTiles(q_rows, head_dim, PanelView{k_packed, len, head_dim}, scale, nullptr,
+                          scores, len, Epilogue::kNone, r0, r1, 0, key_panels);
+          return;
+        }
+        PackedGemmTilesBf16(qb.data(), ldqb, Bf16PanelView{kb.data(), len, head_dim}, nullptr,
+                            scores, len, Epilogue::kNone, r0, r1, 0, key_panels);
+        const int keys = std::min(len, key_panels * kPanelWidth);
+        for (int i = r0; i < r1; ++i) {
+          float* r = scores + size_t(i) * len;
+          for (int j = 0; j < keys; ++j) r[j] *= scale;
+        }
+      };
+      // out[r0, r1) = P V over the first `keys` keys (V [len, d] holds the weight W = V^T column
+      // by column). Fewer than len keys: each 16-wide panel of V^T is [len][16] ([pairs][16][2]
+      // in bfloat16), so its first rows are the panel of the truncated product.
+      auto pv = [&](int r0, int r1, int keys) {
+        if (half) {  // P's first `keys` columns (a zero after an odd count)
+          ConvertRowsBf16(scores, len, keys, pb.data(), ldp, r0, r1);
+          const Bf16PanelView vt{vb.data(), head_dim, len};
+          if (keys == len) {
+            PackedGemmTilesBf16(pb.data(), ldp, vt, nullptr, o, hidden, Epilogue::kNone, r0, r1,
+                                0, vt.panels());
+            return;
+          }
           for (int p = 0; p < vt.panels(); ++p) {
-            const Bf16PanelView panel{vt.panel(p), std::min(kPanelWidth, head_dim - p * kPanelWidth),
-                                      r1};
+            const Bf16PanelView panel{vt.panel(p),
+                                      std::min(kPanelWidth, head_dim - p * kPanelWidth), keys};
             PackedGemmTilesBf16(pb.data(), ldp, panel, nullptr, o + p * kPanelWidth, hidden,
                                 Epilogue::kNone, r0, r1, 0, 1);
           }
+          return;
         }
-        continue;
-      }
-      // The head's Q rows, ld_qkv floats apart in place (a large power-of-two multiple: every
-      // row falls in the same few cache sets), copied next to each other first: QK^T re-reads
-      // them for every panel of keys, and from the copy it ran ~20% faster (one 512-token head,
-      // head_dim 128, AVX2).
-      for (int i = q0; i < q1; ++i) {
-        std::copy(q_in + size_t(i) * ld_qkv, q_in + size_t(i) * ld_qkv + head_dim,
-                  q_rows + size_t(i) * head_dim);
-      }
-      const float* q = q_rows;
-      const int ldq = head_dim;
+        const PanelView vt{v_packed, head_dim, len};
+        if (keys == len) {
+          PackedGemmTiles(scores, len, vt, 1.0f, nullptr, o, hidden, Epilogue::kNone, r0, r1, 0,
+                          vt.panels());
+          return;
+        }
+        for (int p = 0; p < vt.panels(); ++p) {
+          const PanelView panel{vt.panel(p), std::min(kPanelWidth, head_dim - p * kPanelWidth),
+                                keys};
+          PackedGemmTiles(scores, len, panel, 1.0f, nullptr, o + p * kPanelWidth, hidden,
+                          Epilogue::kNone, r0, r1, 0, 1);
+        }
+      };
       if (!causal) {
-        // scores = Q K^T / sqrt(d): K's rows are the "weight" rows.
-        const PanelView kt{k_packed, len, head_dim}, vt{v_packed, head_dim, len};
-        PackedGemmTiles(q, ldq, kt, scale, nullptr, scores, len, Epilogue::kNone, q0, q1, 0,
-                        kt.panels());
+        qk(q0, q1, (len + kPanelWidth - 1) / kPanelWidth);
         add_bias(h, scores, len, q0, q1, len);
         add_disentangled(h, q_in, k, len, scores, len, q0, q1, pos);
         if (window > 0) {
@@ -225,9 +225,7 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
         } else {
           SoftmaxRows(scores + size_t(q0) * len, q1 - q0, len, len);
         }
-        // out = P V: V [len, d] holds the weight W = V^T column by column.
-        PackedGemmTiles(scores, len, vt, 1.0f, nullptr, o, hidden, Epilogue::kNone, q0, q1, 0,
-                        vt.panels());
+        pv(q0, q1, len);
         continue;
       }
       // Causal: rows [r0, r1) only see keys [0, r1), so each block of rows multiplies only that
@@ -240,18 +238,10 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
         const int r1 = std::min(q1, r0 + kRowBlock);
         const int key_panels = (r1 + kPanelWidth - 1) / kPanelWidth;
         const int keys = std::min(len, key_panels * kPanelWidth);
-        PackedGemmTiles(q, ldq, PanelView{k_packed, len, head_dim}, scale, nullptr, scores, len,
-                        Epilogue::kNone, r0, r1, 0, key_panels);
+        qk(r0, r1, key_panels);
         add_bias(h, scores, len, r0, r1, keys);
         for (int i = r0; i < r1; ++i) softmax_row(scores + size_t(i) * len, i, keys);
-        // P V over the first r1 keys: each 16-wide panel of V^T is [len][16], so its first r1
-        // rows are the panel of the truncated product.
-        const PanelView vt{v_packed, head_dim, len};
-        for (int p = 0; p < vt.panels(); ++p) {
-          const PanelView panel{vt.panel(p), std::min(kPanelWidth, head_dim - p * kPanelWidth), r1};
-          PackedGemmTiles(scores, len, panel, 1.0f, nullptr, o + p * kPanelWidth, hidden,
-                          Epilogue::kNone, r0, r1, 0, 1);
-        }
+        pv(r0, r1, r1);
       }
     }
   };
