@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/ops.h"
 #include "runtime/cuda/cuda_engine.h"
 
 namespace orchid::cuda {
@@ -383,6 +384,8 @@ int Main(int argc, char** argv) {
     a.kv[k.substr(2)] = argv[i + 1];
     i += 2;
   }
+  std::fprintf(stderr, "orchid_cuda_check %s: attention kernel %s\n", cmd.c_str(),
+               AttentionKernelName(DefaultAttentionKernel()));
   Status st = cmd == "embed"   ? Embed(a)
               : cmd == "bench" ? Bench(a)
                                : Status::InvalidArgument("unknown command " + cmd);

@@ -83,8 +83,9 @@ machine                   5   30  GPU, driver, compilers, tools
 deps                     10   60  carried .deb files (simdjson, fmt, GoogleTest) -> WORK_DIR/deps
 build                    45    0  configure + build the engine-only tree for sm_90
 unit-ops                 15  120  CUDA unit tests: host checks, row ops, GEMM (one process)
-unit-attn-ldmatrix       15  120  attention op check, V staged with ldmatrix.trans (own process)
-unit-attn-transposed     15  120  attention op check, V staged transposed (own process)
+unit-attn-pipelined      15  120  attention op check, the default cp.async-pipelined kernel (own process)
+unit-attn-ldmatrix       15  120  attention op check, first kernel, V by ldmatrix.trans (own process)
+unit-attn-transposed     15  120  attention op check, first kernel, V stored transposed (own process)
 unit-engine              25  180  engine tests on the carried all-MiniLM-L6-v2 (own process)
 fid-minilm               20  120  fidelity: all-MiniLM-L6-v2 (real weights) vs PyTorch bf16
 models                   40  180  random-weight BERT-base, XLM-R-base, DistilBERT, Qwen3-0.6B
@@ -102,10 +103,12 @@ suite-orchid-qwen3       45  180  orchid suites, Qwen3-0.6B causal (4096 x 16 fo
 suite-torch-qwen3        40  150  PyTorch eager suites, Qwen3-0.6B causal
 suite-orchid-qwen3-bidir 15   90  orchid latency, Qwen3-0.6B bidirectional, lazy graphs
 profile                  30   90  per-op GPU time, orchid --profile (graphs off); PyTorch SDPA/GEMM rates
+profile-ab               20   60  the throughput profiles again on the first attention kernel (A/B)
 compile-bert-base       100  240  torch.compile(mode=reduce-overhead) latency 128, BERT-base
 compile-qwen3           160  300  torch.compile(mode=reduce-overhead) latency 128, Qwen3-0.6B
 "
-REQUIRED="deps build unit-ops unit-attn-ldmatrix unit-attn-transposed unit-engine models"
+REQUIRED="deps build unit-ops unit-attn-pipelined unit-attn-ldmatrix unit-attn-transposed"
+REQUIRED+=" unit-engine models"
 REQUIRED+=" fid-minilm fid-qwen3-causal fid-qwen3-bidir fid-bert-base fid-xlmr-base"
 REQUIRED+=" fid-distilbert-base"
 
@@ -338,21 +341,32 @@ blk_unit_ops() {
   run_gtest unit-ops '-CudaOpsTest.RaggedFlashAttention*:CudaEngineTest.*'
 }
 
-# The attention kernel stages V two ways; each check runs in its own process, so that an
-# illegal address in one (which poisons the CUDA context for the rest of a process) cannot
-# hide the other's result. If only the ldmatrix.trans one fails, later blocks use the
-# transposed one (ORCHID_CUDA_ATTENTION_V=transpose); the failure still fails the check.
+# The attention kernel has three variants (attention.cu); each check runs in its own process,
+# so that an illegal address in one (which poisons the CUDA context for the rest of a process)
+# cannot hide another's result. Later blocks use the first variant that passed, in the order
+# pipelined (the default), ldmatrix, transpose (ORCHID_CUDA_ATTENTION); a failure still fails
+# the check.
+blk_unit_attn_pipelined() {
+  require_build
+  run_gtest unit-attn-pipelined 'CudaOpsTest.RaggedFlashAttentionPipelined'
+}
+
 blk_unit_attn_ldmatrix() {
   require_build
-  run_gtest unit-attn-ldmatrix 'CudaOpsTest.RaggedFlashAttentionLdmatrix'
+  run_gtest unit-attn-ldmatrix 'CudaOpsTest.RaggedFlashAttentionLdmatrix' || return 1
+  if [ "${BLOCK_unit_attn_pipelined:-}" = fail ]; then
+    echo "pipelined attention failed, ldmatrix passed: ORCHID_CUDA_ATTENTION=ldmatrix from here on"
+    state ORCHID_CUDA_ATTENTION ldmatrix
+  fi
 }
 
 blk_unit_attn_transposed() {
   require_build
   run_gtest unit-attn-transposed 'CudaOpsTest.RaggedFlashAttentionTransposed' || return 1
-  if [ "${BLOCK_unit_attn_ldmatrix:-}" = fail ]; then
-    echo "ldmatrix V path failed, transposed passed: ORCHID_CUDA_ATTENTION_V=transpose from here on"
-    state ORCHID_CUDA_ATTENTION_V transpose
+  if [ "${BLOCK_unit_attn_pipelined:-}" = fail ] && [ "${BLOCK_unit_attn_ldmatrix:-}" = fail ]; then
+    echo "pipelined and ldmatrix attention failed, transposed passed:" \
+      "ORCHID_CUDA_ATTENTION=transpose from here on"
+    state ORCHID_CUDA_ATTENTION transpose
   fi
 }
 
@@ -472,8 +486,8 @@ orchid_profile() {
   local name=$1 dir=$2 pooling=$3
   shift 3
   [ -f "$dir/model.safetensors" ] || { echo "no model at $dir"; return 1; }
-  echo "-- $name: per-op profile"
-  "$BUILD/orchid_cuda_check" bench --model "$dir" --name "$name/orchid-graphs-off" \
+  echo "-- $name: per-op profile${PROFILE_TAG:-}"
+  "$BUILD/orchid_cuda_check" bench --model "$dir" --name "$name/orchid-graphs-off${PROFILE_TAG:-}" \
     --graphs off --pooling "$pooling" --profile "$@" | tee -a "$JSONL"
 }
 blk_profile() {
@@ -495,6 +509,22 @@ blk_profile() {
     echo "no PyTorch for $PY: the reference rates not run"
   fi
   (( ran )) || skip "needs the build or PyTorch (neither is here)"
+  return $ok
+}
+
+# The same throughput profiles on the first attention kernel (ORCHID_CUDA_ATTENTION=ldmatrix):
+# the default kernel against it on one machine, in one run.
+blk_profile_ab() {
+  local ok=0
+  require_models
+  require_build
+  [ "${ORCHID_CUDA_ATTENTION:-pipelined}" = pipelined ] ||
+    skip "the default attention kernel failed its check (ORCHID_CUDA_ATTENTION=$ORCHID_CUDA_ATTENTION)"
+  [ "${BLOCK_unit_attn_ldmatrix:-}" = pass ] || skip "the ldmatrix kernel did not pass its check"
+  ORCHID_CUDA_ATTENTION=ldmatrix PROFILE_TAG=-ldmatrix-attn orchid_profile bert-base \
+    "$M/bert-base" mean --throughput 512 || ok=1
+  ORCHID_CUDA_ATTENTION=ldmatrix PROFILE_TAG=-ldmatrix-attn orchid_profile qwen3-0.6b-causal \
+    "$M/qwen3-0.6b-causal" last --throughput 4096x16 || ok=1
   return $ok
 }
 

@@ -658,7 +658,7 @@ def profile_tables(rows, peak):
                 layers = (r["calls"] / r["passes"]) if r.get("passes") else None
                 per_layer = r["ms"] / layers if layers else None
                 att_rows.append(
-                    f"| {model} | {n} x {b} | {num(per_layer, '.3f')} | "
+                    f"| {impl} | {n} x {b} | {num(per_layer, '.3f')} | "
                     f"{num(r.get('tflops'), 'tf')} | " + (f"{best['ms']:.3f} ({best.get('backend')}) | {best['tflops']:.0f} | "
                        f"{best['tflops'] / r['tflops']:.2f} |"
                        if best and r.get("tflops") else "- | - | - |"))
@@ -678,7 +678,7 @@ def profile_tables(rows, peak):
                                  + " | ".join(cols) + " |")
     if att_rows:
         out += ["", "## Attention: orchid vs PyTorch SDPA (throughput profile)", "",
-                "| model | len x batch | orchid ms per layer | orchid TFLOP/s | SDPA best ms | "
+                "| orchid run | len x batch | orchid ms per layer | orchid TFLOP/s | SDPA best ms | "
                 "SDPA TFLOP/s | SDPA / orchid |", "|---|---|---|---|---|---|---|"] + att_rows
     if gemm_rows:
         out += ["", "## GEMMs: orchid (cuBLASLt, bias epilogue) vs torch at the same n, k "

@@ -214,7 +214,7 @@ if python3 "$ROOT/bench/gpu/gpu_check.py" report --jsonl "$D/results.jsonl" --ou
   md=$(cat "$D/r.md")
   want=("## Per-op profile" "| Linear n=3072 k=768 gelu: gelu | 48 | 3.000 | 0.250 | 10.0% | - |"
         "GEMMs 16.000 ms at 420 TFLOP/s (53% of the 791 peak)"
-        "| bert-base | 512 x 100 | 0.417 | 190 | 0.200 (flash) | 400 | 2.11 |"
+        "| bert-base/orchid-graphs-off | 512 x 100 | 0.417 | 190 | 0.200 (flash) | 400 | 2.11 |"
         "| bert-base | 512 x 100 | Linear n=3072 k=768 gelu | 7.100 | 340 | - | 600 | - | - |"
         "n/a: No available kernel")
   missing=0

@@ -130,16 +130,18 @@ cudaError_t GatherPooledRows(const float* in, int W, const int32_t* cu_seqlens, 
 //   batch of that bucket (sum ceil(len/64) <= tokens/64 + seqs).
 //   scale: softmax scale (1/sqrt(head_dim)). causal: key j visible to query i iff j <= i.
 //   head_dim in {32, 64, 80, 96, 128}; num_kv divides num_q.
-//   v: how the kernel stages V for P.V (both compute the same function; see attention.cu).
+//   kernel: which of the kernel's variants runs (all compute the same function; attention.cu).
 constexpr int kAttentionTileRows = 64;
-enum class AttentionVLoad : uint8_t { kLdmatrixTrans, kTransposedStore };
-// kLdmatrixTrans, unless the environment sets ORCHID_CUDA_ATTENTION_V=transpose (read once).
-AttentionVLoad DefaultAttentionVLoad();
+enum class AttentionKernel : uint8_t { kPipelined, kLdmatrixTrans, kTransposedStore };
+// kPipelined, unless the environment sets ORCHID_CUDA_ATTENTION=ldmatrix or =transpose (read
+// once): the fallbacks bench/gpu/device-check.sh switches to if only the default fails.
+AttentionKernel DefaultAttentionKernel();
+const char* AttentionKernelName(AttentionKernel k);  // "pipelined", "ldmatrix", "transpose"
 cudaError_t RaggedFlashAttention(const bf16* qkv, const int32_t* cu_seqlens,
                                  const int32_t* tile_seq, const int32_t* tile_q0, int num_tiles,
                                  int num_q, int num_kv, int head_dim, float scale, bool causal,
                                  bf16* out, cudaStream_t stream,
-                                 AttentionVLoad v = DefaultAttentionVLoad());
+                                 AttentionKernel kernel = DefaultAttentionKernel());
 // Raises the kernels' dynamic shared-memory limits (needed above 48 KB). RaggedFlashAttention
 // does it once per process on its first call; call it explicitly before any graph capture.
 cudaError_t PrepareAttentionKernels();

@@ -757,7 +757,7 @@ TEST(CudaOpsTest, GatherPooledRowsByMode) {
 }
 
 // Attention: reference softmax(q k^T * scale) v per sequence and head, in double.
-void CheckAttention(std::mt19937& rng, AttentionVLoad vload, const std::vector<int>& lens,
+void CheckAttention(std::mt19937& rng, AttentionKernel kernel, const std::vector<int>& lens,
                     int num_q, int num_kv, int d, bool causal) {
   std::vector<int32_t> cu{0};
   for (int l : lens) cu.push_back(cu.back() + l);
@@ -778,7 +778,7 @@ void CheckAttention(std::mt19937& rng, AttentionVLoad vload, const std::vector<i
   out.Poison();
   const float scale = 1.f / std::sqrt(float(d));
   CUDA_OK(RaggedFlashAttention(dqkv->get(), dcu.get(), dts.get(), dtq.get(), nt, num_q, num_kv, d,
-                               scale, causal, out.get(), nullptr, vload));
+                               scale, causal, out.get(), nullptr, kernel));
   CUDA_OK(cudaDeviceSynchronize());
   const std::vector<float> got = DownloadBf16(out, size_t(tb) * OW);
   std::vector<double> ref(size_t(T) * OW);
@@ -813,9 +813,8 @@ void CheckAttention(std::mt19937& rng, AttentionVLoad vload, const std::vector<i
     }
   }
   std::string what = "attention d=" + std::to_string(d) + " q=" + std::to_string(num_q) +
-                     " kv=" + std::to_string(num_kv) + (causal ? " causal" : " bidir") +
-                     (vload == AttentionVLoad::kLdmatrixTrans ? " ldmatrix" : " transposed") +
-                     " lens";
+                     " kv=" + std::to_string(num_kv) + (causal ? " causal" : " bidir") + " " +
+                     AttentionKernelName(kernel) + " lens";
   for (int l : lens) {
     what += ' ';
     what += std::to_string(l);
@@ -830,10 +829,10 @@ void CheckAttention(std::mt19937& rng, AttentionVLoad vload, const std::vector<i
   }
 }
 
-void CheckAttentionShapes(AttentionVLoad v) {
+void CheckAttentionShapes(AttentionKernel v) {
   std::mt19937 rng(8);
-  const std::vector<std::vector<int>> batches{
-      {1}, {1, 2, 3}, {65, 1, 130, 7}, {64, 64}, {300}, {17, 0, 5}, {129, 63, 1, 1, 1}};
+  const std::vector<std::vector<int>> batches{{1},   {1, 2, 3},  {65, 1, 130, 7},    {64, 64},
+                                              {300}, {17, 0, 5}, {129, 63, 1, 1, 1}, {128, 192}};
   for (int d : {32, 64, 80, 96, 128}) {
     for (bool causal : {false, true}) {
       for (const auto& lens : batches) {
@@ -847,16 +846,22 @@ void CheckAttentionShapes(AttentionVLoad v) {
   CheckAttention(rng, v, {1000}, 12, 12, 64, false);    // BERT-base, long
 }
 
-// The two ways the kernel stages V (attention.cu); bench/gpu/device-check.sh falls back to the
-// transposed one (ORCHID_CUDA_ATTENTION_V=transpose) if only the ldmatrix one fails.
+// The kernel's three variants (attention.cu), each its own test so that bench/gpu/device-check.sh
+// can run each in its own process and fall back (ORCHID_CUDA_ATTENTION) if only the default
+// fails.
+TEST(CudaOpsTest, RaggedFlashAttentionPipelined) {
+  SKIP_WITHOUT_GPU();
+  CheckAttentionShapes(AttentionKernel::kPipelined);
+}
+
 TEST(CudaOpsTest, RaggedFlashAttentionLdmatrix) {
   SKIP_WITHOUT_GPU();
-  CheckAttentionShapes(AttentionVLoad::kLdmatrixTrans);
+  CheckAttentionShapes(AttentionKernel::kLdmatrixTrans);
 }
 
 TEST(CudaOpsTest, RaggedFlashAttentionTransposed) {
   SKIP_WITHOUT_GPU();
-  CheckAttentionShapes(AttentionVLoad::kTransposedStore);
+  CheckAttentionShapes(AttentionKernel::kTransposedStore);
 }
 
 TEST(CudaOpsTest, LtGemmMatchesReference) {
