@@ -339,6 +339,49 @@ TEST(CpuOpsTest, Bfloat16RoundsToNearestEven) {
   });
 }
 
+// The packed bfloat16 operand, element by element as Bf16PanelView reads it: W[c][i] at
+// panel c / 16, pair i / 2, lane c % 16, half i % 2; zeros past n (the last panel) and past k
+// (odd k). PackRowsBf16 reads W as rows, PackColumnsBf16 as V's columns (W = V^T), both with a
+// row pitch wider than the row.
+TEST(CpuOpsTest, Bfloat16PackingsPutEachElementInItsPanelSlot) {
+  for (const auto& [n, k] : {std::pair{1, 1}, std::pair{16, 32}, std::pair{17, 5},
+                             std::pair{37, 64}, std::pair{32, 33}, std::pair{64, 512}}) {
+    const int ld_rows = k + 3, ld_cols = n + 5;
+    std::vector<float> w = Random(size_t(n) * size_t(ld_rows), uint32_t(n * 131 + k), -3, 3);
+    w[0] = 1.0f + 0x1p-8f;  // a tie: to even
+    if (w.size() > 2) w[2] = NAN;
+    std::vector<float> v(size_t(k) * size_t(ld_cols), 99.0f);  // V [k, n] with V[i][c] = W[c][i]
+    for (int c = 0; c < n; ++c) {
+      for (int i = 0; i < k; ++i)
+        v[size_t(i) * ld_cols + size_t(c)] = w[size_t(c) * ld_rows + size_t(i)];
+    }
+    const int pairs = (k + 1) / 2;
+    auto want = [&](int panel, int pair, int lane, int half) -> bf16 {
+      const int c = panel * kPanelWidth + lane, i = 2 * pair + half;
+      if (c >= n || i >= k) return 0;
+      return Bf16FromFloat(w[size_t(c) * ld_rows + size_t(i)]);
+    };
+    ForEachIsa([&] {
+      std::vector<bf16> rows(PackedSizeBf16(n, k), 0xffff), cols(PackedSizeBf16(n, k), 0xffff);
+      PackRowsBf16(w.data(), n, k, ld_rows, rows.data());
+      PackColumnsBf16(v.data(), n, k, ld_cols, cols.data());
+      for (int p = 0; p < (n + kPanelWidth - 1) / kPanelWidth; ++p) {
+        for (int u = 0; u < pairs; ++u) {
+          for (int lane = 0; lane < kPanelWidth; ++lane) {
+            for (int half = 0; half < 2; ++half) {
+              const size_t at = (size_t(p) * size_t(pairs) + size_t(u)) * 2 * kPanelWidth +
+                                size_t(2 * lane + half);
+              ASSERT_EQ(rows[at], want(p, u, lane, half))
+                  << "rows n=" << n << " k=" << k << " panel " << p << " pair " << u;
+              ASSERT_EQ(cols[at], want(p, u, lane, half))
+                  << "columns n=" << n << " k=" << k << " panel " << p << " pair " << u;
+            }
+          }
+        }
+      }
+    });
+  }
+}
 // The bfloat16 linear layer multiplies exactly the bfloat16-rounded operands, in fp32: checked
 // against a double-precision product of the rounded values, every epilogue, every path. A
 // row's result must not depend on the rows beside it.
@@ -519,6 +562,35 @@ TEST(CpuOpsTest, SoftmaxMatchesReferenceAndIsStable) {
         }
         EXPECT_NEAR(total, 1.0, 1e-5);
         for (int c = cols; c < ld; ++c) EXPECT_EQ(x[size_t(r * ld + c)], x0[size_t(r * ld + c)]);
+      }
+    }
+  });
+}
+
+// The fused softmax for bfloat16 attention gives exactly what the three steps it replaces gave
+// (scale, SoftmaxRows, ConvertRowsBf16) on every ISA, an odd width's pad included, and leaves
+// the rows' other columns alone.
+TEST(CpuOpsTest, SoftmaxToBfloat16IsTheSameBitsAsItsSteps) {
+  ForEachIsa([&] {
+    for (int cols : {1, 5, 16, 17, 31, 128, 129, 512}) {
+      // Enough rows that one value in ~10^4 rounding differently (say, a multiply and subtract
+      // fused into one rounding) shows up in the bfloat16 results.
+      const int rows = 96, ld = cols + 3, ld_out = 2 * ((cols + 1) / 2) + 2;
+      auto x0 = Random(size_t(rows * ld), uint32_t(31 + cols), -40, 40);
+      x0[0] = 3000.0f;                  // huge logits must not overflow
+      const float scale = 0.17677669f;  // 1 / sqrt(32)
+      auto steps = x0;
+      for (int r = 0; r < rows; ++r) {
+        for (int c = 0; c < cols; ++c) steps[size_t(r * ld + c)] *= scale;
+      }
+      SoftmaxRows(steps.data(), rows, cols, ld);
+      std::vector<bf16> want(size_t(rows * ld_out), 0xabcd), got(size_t(rows * ld_out), 0xabcd);
+      ConvertRowsBf16(steps.data(), ld, cols, want.data(), ld_out, 0, rows);
+      auto x = x0;
+      SoftmaxRowsToBf16(x.data(), rows, cols, ld, scale, got.data(), ld_out);
+      ASSERT_EQ(got, want) << "cols " << cols;
+      for (int r = 0; r < rows; ++r) {
+        for (int c = cols; c < ld; ++c) ASSERT_EQ(x[size_t(r * ld + c)], x0[size_t(r * ld + c)]);
       }
     }
   });

@@ -114,15 +114,10 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
     const float* v = row + hidden + kv_width + size_t(g) * head_dim;
     if (half) {
       // K as the "weight" rows of Q K^T, V^T's rows (V's columns) as those of P V, in bfloat16.
-      thread_local std::vector<float> vt;
-      vt.resize(size_t(head_dim) * size_t(len));
-      for (int i = 0; i < len; ++i) {
-        for (int c = 0; c < head_dim; ++c) vt[size_t(c) * len + size_t(i)] = v[size_t(i) * ld_qkv + c];
-      }
       kb.resize(PackedSizeBf16(len, head_dim) + 1);
       vb.resize(PackedSizeBf16(head_dim, len) + 1);
       PackRowsBf16(k, len, head_dim, ld_qkv, kb.data());
-      PackRowsBf16(vt.data(), head_dim, len, len, vb.data());
+      PackColumnsBf16(v, head_dim, len, ld_qkv, vb.data());
     } else if (!shape.blas) {
       PackRows(k, len, head_dim, ld_qkv, k_packed);
       PackColumns(v, head_dim, len, ld_qkv, v_packed);
@@ -169,6 +164,9 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
       }
       // scores[r0, r1) = Q K^T / sqrt(d) over the first key_panels panels of keys (K's rows are
       // the "weight" rows).
+      // bfloat16 products without a bias between them and softmax: the scale is applied inside
+      // SoftmaxRowsToBf16, which writes P in bfloat16 itself (the same bits, two passes fewer).
+      const bool fused = half && window == 0 && shape.relative_bias == nullptr && !disentangled;
       auto qk = [&](int r0, int r1, int key_panels) {
         if (!half) {
           PackedGemmTiles(q_rows, head_dim, PanelView{k_packed, len, head_dim}, scale, nullptr,
@@ -177,6 +175,7 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
         }
         PackedGemmTilesBf16(qb.data(), ldqb, Bf16PanelView{kb.data(), len, head_dim}, nullptr,
                             scores, len, Epilogue::kNone, r0, r1, 0, key_panels);
+        if (fused) return;
         const int keys = std::min(len, key_panels * kPanelWidth);
         for (int i = r0; i < r1; ++i) {
           float* r = scores + size_t(i) * len;
@@ -188,7 +187,7 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
       // in bfloat16), so its first rows are the panel of the truncated product.
       auto pv = [&](int r0, int r1, int keys) {
         if (half) {  // P's first `keys` columns (a zero after an odd count)
-          ConvertRowsBf16(scores, len, keys, pb.data(), ldp, r0, r1);
+          if (!fused) ConvertRowsBf16(scores, len, keys, pb.data(), ldp, r0, r1);
           const Bf16PanelView vt{vb.data(), head_dim, len};
           if (keys == len) {
             PackedGemmTilesBf16(pb.data(), ldp, vt, nullptr, o, hidden, Epilogue::kNone, r0, r1,
@@ -220,7 +219,10 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
         qk(q0, q1, (len + kPanelWidth - 1) / kPanelWidth);
         add_bias(h, scores, len, q0, q1, len);
         add_disentangled(h, q_in, k, len, scores, len, q0, q1, pos);
-        if (window > 0) {
+        if (fused) {
+          SoftmaxRowsToBf16(scores + size_t(q0) * len, q1 - q0, len, len, scale,
+                            pb.data() + size_t(q0) * ldp, ldp);
+        } else if (window > 0) {
           for (int i = q0; i < q1; ++i) softmax_row(scores + size_t(i) * len, i, len);
         } else {
           SoftmaxRows(scores + size_t(q0) * len, q1 - q0, len, len);
@@ -240,7 +242,16 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
         const int keys = std::min(len, key_panels * kPanelWidth);
         qk(r0, r1, key_panels);
         add_bias(h, scores, len, r0, r1, keys);
-        for (int i = r0; i < r1; ++i) softmax_row(scores + size_t(i) * len, i, keys);
+        for (int i = r0; i < r1; ++i) {
+          if (!fused) {
+            softmax_row(scores + size_t(i) * len, i, keys);
+            continue;
+          }
+          // P's row i: keys [0, i] from the softmax, zeros up to r1 (and the pad after an odd r1).
+          bf16* p = pb.data() + size_t(i) * ldp;
+          SoftmaxRowsToBf16(scores + size_t(i) * len, 1, i + 1, len, scale, p, ldp);
+          std::fill(p + i + 1, p + r1 + (r1 % 2), bf16(0));
+        }
         pv(r0, r1, r1);
       }
     }

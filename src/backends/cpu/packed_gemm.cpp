@@ -6,9 +6,10 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
-#include "core/tensor.h"
 #include "backends/cpu/vec_math.h"
+#include "core/tensor.h"
 
 // The sanitizers' checks on the accumulator array keep the tile's accumulators out of
 // registers (100x slower: too slow for the sanitizer build to run the real model). The tiles
@@ -722,21 +723,12 @@ bool UseBf16Dot() {
 // Round to nearest even, 16 floats at a time (the integer form of Bf16FromFloat).
 ORCHID_NO_SANITIZE ORCHID_AVX512 void ConvertRowsBf16Avx512(const float* x, int ldx, int k,
                                                             bf16* dst, int ld_dst, int r0, int r1) {
-  const __m512i one = _mm512_set1_epi32(1), round = _mm512_set1_epi32(0x7fff),
-                quiet = _mm512_set1_epi32(0x40);
   for (int r = r0; r < r1; ++r) {
     const float* xr = x + size_t(r) * ldx;
     bf16* out = dst + size_t(r) * ld_dst;
     for (int i = 0; i < k; i += 16) {
       const __mmask16 mask = k - i >= 16 ? __mmask16(0xffff) : simd::TailMask16(size_t(k - i));
-      const __m512 v = _mm512_maskz_loadu_ps(mask, xr + i);
-      const __m512i u = _mm512_castps_si512(v);
-      const __m512i top = _mm512_srli_epi32(u, 16);
-      __m512i h = _mm512_srli_epi32(
-          _mm512_add_epi32(u, _mm512_add_epi32(round, _mm512_and_si512(top, one))), 16);
-      h = _mm512_mask_mov_epi32(h, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
-                                _mm512_or_si512(top, quiet));
-      _mm256_mask_storeu_epi16(out + i, mask, _mm512_cvtepi32_epi16(h));
+      _mm256_mask_storeu_epi16(out + i, mask, simd::Bf16Round(_mm512_maskz_loadu_ps(mask, xr + i)));
     }
     if (k % 2 != 0) out[k] = 0;
   }
@@ -797,16 +789,48 @@ void ConvertRowsBf16(const float* x, int ldx, int k, bf16* dst, int ld_dst, int 
   }
 }
 
+// Both bfloat16 packings convert 16 floats at a time (ConvertRowsBf16) into a thread-local
+// copy first and then only move 16-bit values into the panel layout: per element that is a
+// fraction of the scalar rounding they did before, which attention pays for every sequence and
+// head (its K and V^T; issue 31: 12% of an int8 MiniLM pass at 8 x 512 went to packing).
 void PackRowsBf16(const float* w, int n, int k, int ldw, bf16* dst) {
-  const int panels = (n + kPanel - 1) / kPanel, pairs = (k + 1) / 2;
+  const int panels = (n + kPanel - 1) / kPanel, pairs = (k + 1) / 2, ldr = 2 * pairs;
+  thread_local std::vector<bf16> rows;
+  rows.resize(size_t(n) * size_t(ldr));
+  ConvertRowsBf16(w, ldw, k, rows.data(), ldr, 0, n);  // an odd k ends each row with a zero
   for (int p = 0; p < panels; ++p) {
     bf16* out = dst + size_t(p) * size_t(pairs) * 2 * kPanel;
-    std::memset(out, 0, size_t(pairs) * 2 * kPanel * sizeof(bf16));
     const int cols = std::min(kPanel, n - p * kPanel);
+    if (cols < kPanel) std::memset(out, 0, size_t(pairs) * 2 * kPanel * sizeof(bf16));
     for (int c = 0; c < cols; ++c) {
-      const float* src = w + size_t(p * kPanel + c) * size_t(ldw);
-      for (int i = 0; i < k; ++i)
-        out[size_t(i / 2) * 2 * kPanel + 2 * c + i % 2] = Bf16FromFloat(src[i]);
+      const bf16* src = rows.data() + size_t(p * kPanel + c) * size_t(ldr);
+      for (int u = 0; u < pairs; ++u) {
+        out[size_t(u) * 2 * kPanel + 2 * c] = src[2 * u];
+        out[size_t(u) * 2 * kPanel + 2 * c + 1] = src[2 * u + 1];
+      }
+    }
+  }
+}
+
+void PackColumnsBf16(const float* v, int n, int k, int ldv, bf16* dst) {
+  const int panels = (n + kPanel - 1) / kPanel, pairs = (k + 1) / 2;
+  const int ldr = 2 * ((n + 1) / 2);
+  thread_local std::vector<bf16> rows;
+  rows.resize(size_t(2 * pairs) * size_t(ldr));
+  ConvertRowsBf16(v, ldv, n, rows.data(), ldr, 0, k);
+  if (k % 2 != 0) std::fill_n(rows.data() + size_t(k) * size_t(ldr), size_t(ldr), bf16(0));
+  for (int p = 0; p < panels; ++p) {
+    bf16* out = dst + size_t(p) * size_t(pairs) * 2 * kPanel;
+    const int cols = std::min(kPanel, n - p * kPanel);
+    for (int u = 0; u < pairs; ++u) {
+      const bf16* a = rows.data() + size_t(2 * u) * size_t(ldr) + size_t(p) * kPanel;
+      const bf16* b = a + ldr;
+      bf16* o = out + size_t(u) * 2 * kPanel;
+      for (int c = 0; c < cols; ++c) {
+        o[2 * c] = a[c];
+        o[2 * c + 1] = b[c];
+      }
+      for (int c = cols; c < kPanel; ++c) o[2 * c] = o[2 * c + 1] = 0;
     }
   }
 }

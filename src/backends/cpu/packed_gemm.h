@@ -98,6 +98,9 @@ inline size_t PackedSizeBf16(int n, int k) {
 
 // Packs W given as rows (w[c * ldw + i] is W[c][i]), rounding to bfloat16.
 void PackRowsBf16(const float* w, int n, int k, int ldw, bf16* dst);
+// Packs W given as columns (v[i * ldv + c] is W[c][i]: W = V^T for V [k, n]), rounding to
+// bfloat16: the same packed operand as PackRowsBf16 of V^T, without transposing V first.
+void PackColumnsBf16(const float* v, int n, int k, int ldv, bf16* dst);
 
 // dst[r * ld_dst + i] = bf16(x[r * ldx + i]) for rows [r0, r1), i < k, and a zero at i = k
 // when k is odd. ld_dst must be even and at least k + 1 (k even: k).

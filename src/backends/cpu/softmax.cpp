@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "backends/cpu/packed_gemm.h"
 #include "backends/cpu/vec_math.h"
 
 namespace orchid {
@@ -73,6 +74,47 @@ ORCHID_AVX512 void SoftmaxRowAvx512(float* x, int n) {
   if (tail)
     _mm512_mask_storeu_ps(x + n16, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + n16), vinv));
 }
+
+// x * s rounded on its own: a plain _mm512_mul_ps feeding a subtraction may be contracted into
+// one fused multiply-add (GCC's default -ffp-contract=fast), which rounds once and so differs
+// from the separate steps this must reproduce.
+ORCHID_AVX512 inline __m512 MulRounded(__m512 x, __m512 s) {
+  return _mm512_mul_round_ps(x, s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+// SoftmaxRowAvx512 of x * scale, its products rounded to bfloat16 into out.
+ORCHID_AVX512 void SoftmaxRowToBf16Avx512(float* x, int n, float scale, uint16_t* out) {
+  const int n16 = n & ~15;
+  const __mmask16 tail = simd::TailMask16(size_t(n - n16));
+  const __m512 vscale = _mm512_set1_ps(scale), neg_inf = _mm512_set1_ps(-INFINITY);
+  // max(x * scale) is max(x) * scale, rounding included (scale > 0; rounding is monotonic).
+  __m512 vmax = _mm512_mask_loadu_ps(neg_inf, tail, x + n16);
+  for (int i = 0; i < n16; i += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(x + i));
+  const __m512 vmx = MulRounded(_mm512_set1_ps(_mm512_reduce_max_ps(vmax)), vscale);
+  __m512 vsum = _mm512_setzero_ps();
+  for (int i = 0; i < n16; i += 16) {
+    const __m512 e = simd::Exp(_mm512_sub_ps(MulRounded(_mm512_loadu_ps(x + i), vscale), vmx));
+    _mm512_storeu_ps(x + i, e);
+    vsum = _mm512_add_ps(vsum, e);
+  }
+  if (tail) {
+    const __m512 e =
+        simd::Exp(_mm512_sub_ps(MulRounded(_mm512_maskz_loadu_ps(tail, x + n16), vscale), vmx));
+    _mm512_mask_storeu_ps(x + n16, tail, e);
+    vsum = _mm512_mask_add_ps(vsum, tail, vsum, e);
+  }
+  const __m512 vinv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
+  for (int i = 0; i < n16; i += 16) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        simd::Bf16Round(_mm512_mul_ps(_mm512_loadu_ps(x + i), vinv)));
+  }
+  if (tail) {
+    _mm256_mask_storeu_epi16(
+        out + n16, tail,
+        simd::Bf16Round(_mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + n16), vinv)));
+  }
+  if (n % 2 != 0) out[n] = 0;
+}
 #endif
 
 }  // namespace
@@ -89,6 +131,24 @@ void SoftmaxRows(float* x, int rows, int cols, int ld) {
   }
 #endif
   for (int r = 0; r < rows; ++r) SoftmaxRowScalar(x + size_t(r) * ld, cols);
+}
+
+void SoftmaxRowsToBf16(float* x, int rows, int cols, int ld, float scale, uint16_t* out,
+                       int ld_out) {
+#if ORCHID_HAVE_X86_SIMD
+  if (simd::HasAvx512()) {
+    for (int r = 0; r < rows; ++r) {
+      SoftmaxRowToBf16Avx512(x + size_t(r) * ld, cols, scale, out + size_t(r) * ld_out);
+    }
+    return;
+  }
+#endif
+  for (int r = 0; r < rows; ++r) {
+    float* xr = x + size_t(r) * ld;
+    for (int i = 0; i < cols; ++i) xr[i] *= scale;
+  }
+  SoftmaxRows(x, rows, cols, ld);
+  ConvertRowsBf16(x, ld, cols, out, ld_out, 0, rows);
 }
 
 }  // namespace orchid

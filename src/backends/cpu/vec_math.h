@@ -162,6 +162,20 @@ ORCHID_AVX512 inline __m512 Gelu(__m512 v) {
 // Mask of the first n (< 16) lanes.
 inline __mmask16 TailMask16(size_t n) { return __mmask16((1u << n) - 1u); }
 
+// 16 floats to bfloat16, rounding to nearest even, NaN quieted (the integer form of
+// Bf16FromFloat in packed_gemm.h, so the same bits on every ISA).
+ORCHID_AVX512 inline __m256i Bf16Round(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i top = _mm512_srli_epi32(u, 16);
+  __m512i h = _mm512_srli_epi32(
+      _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
+                                           _mm512_and_si512(top, _mm512_set1_epi32(1)))),
+      16);
+  h = _mm512_mask_mov_epi32(h, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
+                            _mm512_or_si512(top, _mm512_set1_epi32(0x40)));
+  return _mm512_cvtepi32_epi16(h);
+}
+
 #endif  // ORCHID_HAVE_X86_SIMD
 
 }  // namespace orchid::simd
