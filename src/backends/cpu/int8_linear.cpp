@@ -87,7 +87,9 @@ ORCHID_AVX512 void RoundAvx512(const float* t, int k, float lo, float inv, uint8
 }
 
 // out = a s s_w + lo wsum (+ bias) + sum_o xo[o] wo[o, :] (a: the row's int32 products), into y
-// (kNone, kGelu before its GELU) or added to it (kAccumulate).
+// (kNone), added to it (kAccumulate), or (kGelu) y = gelu(out + gelu_bias): the AVX-512 path
+// applies the GELU before its store, bit for bit what BiasGelu does after it (gelu.h), one pass
+// over the row fewer; the scalar path leaves it to BiasGelu.
 struct RowTerms {
   const float* sw;  // s_w[n]
   const float* wsum;
@@ -95,6 +97,8 @@ struct RowTerms {
   int num_outliers;
   const float* xo;  // the row's outlier inputs
   const float* wo;  // [num_outliers, n]
+  bool gelu;
+  const float* gelu_bias;  // null: none (kGelu)
 };
 
 ORCHID_AVX512 void FinishRowAvx512(const int32_t* a, int n, float s, float lo, const RowTerms& t,
@@ -111,13 +115,20 @@ ORCHID_AVX512 void FinishRowAvx512(const int32_t* a, int n, float s, float lo, c
                           _mm512_loadu_ps(t.wo + size_t(o) * size_t(n) + size_t(c)), v);
     }
     if (accumulate) v = _mm512_add_ps(v, _mm512_loadu_ps(y + c));
+    if (t.gelu) {
+      if (t.gelu_bias) v = _mm512_add_ps(v, _mm512_loadu_ps(t.gelu_bias + c));
+      v = simd::Gelu(v);
+    }
     _mm512_storeu_ps(y + c, v);
   }
+  const int tail = c;
   for (; c < n; ++c) {
     float v = float(a[c]) * t.sw[c] * s + lo * t.wsum[c] + (t.bias ? t.bias[c] : 0.0f);
     for (int o = 0; o < t.num_outliers; ++o) v += t.xo[o] * t.wo[size_t(o) * size_t(n) + size_t(c)];
     y[c] = accumulate ? y[c] + v : v;
   }
+  if (t.gelu && tail < n)
+    BiasGelu(y + tail, t.gelu_bias ? t.gelu_bias + tail : nullptr, size_t(n - tail));
 }
 #endif
 
@@ -293,7 +304,8 @@ void Int8Weight::Run(ThreadPool* pool, const float* x, int m, int ldx, const flo
     }
   }
   const bool accumulate = epilogue == Epilogue::kAccumulate;
-  const float* b = epilogue == Epilogue::kGelu ? nullptr : bias;  // (kGelu: inside BiasGelu)
+  const bool gelu = epilogue == Epilogue::kGelu;
+  const float* b = gelu ? nullptr : bias;  // (kGelu: added just before the GELU)
   const int num_outliers = int(impl.outliers.size());
   ParallelFor(pool, m, grain, [&](int, int64_t range_begin, int64_t range_end) {
     thread_local std::vector<uint8_t> q_buf;
@@ -304,8 +316,14 @@ void Int8Weight::Run(ThreadPool* pool, const float* x, int m, int ldx, const flo
     float* lo = scale + piece;
     int32_t* acc = Scratch(&acc_buf, size_t(piece) * size_t(n));
     float xo[kMaxOutliers];
-    const RowTerms terms{impl.scales.data(), impl.wsum.data(), b, num_outliers, xo,
-                         impl.outlier_w.data()};
+    const RowTerms terms{impl.scales.data(),
+                         impl.wsum.data(),
+                         b,
+                         num_outliers,
+                         xo,
+                         impl.outlier_w.data(),
+                         gelu,
+                         bias};
     for (int64_t begin = range_begin; begin < range_end; begin += piece) {
       const int rows = int(std::min<int64_t>(piece, range_end - begin));
       for (int r = 0; r < rows; ++r) {
@@ -320,14 +338,12 @@ void Int8Weight::Run(ThreadPool* pool, const float* x, int m, int ldx, const flo
         for (int o = 0; o < num_outliers; ++o) xo[o] = xr[impl.outliers[size_t(o)]];
 #if ORCHID_HAVE_X86_SIMD
         if (simd::HasAvx512()) {
-          FinishRowAvx512(a, n, scale[r], lo[r], terms, accumulate, out);
-        } else {
-          FinishRowScalar(a, n, scale[r], lo[r], terms, accumulate, out);
+          FinishRowAvx512(a, n, scale[r], lo[r], terms, accumulate, out);  // GELU included
+          continue;
         }
-#else
-        FinishRowScalar(a, n, scale[r], lo[r], terms, accumulate, out);
 #endif
-        if (epilogue == Epilogue::kGelu) BiasGelu(out, bias, size_t(n));
+        FinishRowScalar(a, n, scale[r], lo[r], terms, accumulate, out);
+        if (gelu) BiasGelu(out, bias, size_t(n));
       }
     }
   });
