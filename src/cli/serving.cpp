@@ -19,6 +19,7 @@
 #include "backends/cpu/packed_gemm.h"
 #include "backends/cpu/vec_math.h"
 #include "runtime/cpu_engine.h"
+#include "runtime/int8_cache.h"
 #if ORCHID_HAVE_CUDA
 #include "runtime/cuda/cuda_engine.h"
 #endif
@@ -104,6 +105,12 @@ void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* f) {
   cmd->add_flag("--int8-serve-anyway", f->int8_serve_anyway,
                 "--dtype int8: serve even when the start-up check is below the thresholds (the "
                 "measured fidelity is still logged and reported by /info)");
+  cmd->add_option("--int8-cache", f->int8_cache,
+                  "--dtype int8: where the start-up check's results are kept, to be read back "
+                  "at the next start instead of running it again when orchid's binary, the "
+                  "model's files and the CPU's kernel paths are the same; auto: "
+                  "$XDG_CACHE_HOME/orchid or ~/.cache/orchid; off: run the check every time")
+      ->capture_default_str();
   cmd->add_option("--gemm", f->gemm,
                   "CPU engine, float32 products: packed (orchid's AVX2/AVX-512 kernel on "
                   "weights packed at load), blas (OpenBLAS cblas_sgemm for the linear layers "
@@ -281,6 +288,9 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
       lo.int8.min_mean_cosine = flags.int8_min_mean_cosine;
       lo.int8.min_cosine = flags.int8_min_cosine;
       lo.int8.serve_anyway = flags.int8_serve_anyway;
+      lo.int8.cache_dir = flags.int8_cache == "auto"  ? DefaultInt8CacheDir()
+                          : flags.int8_cache == "off" ? ""
+                                                      : flags.int8_cache;
     }
     if (lo.linear_weights == WeightType::kBfloat16) {
       // Bf16DotInUse() runs the once-per-process probe now rather than in the first request.
@@ -313,8 +323,8 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
           f.mean_cosine < flags.int8_min_mean_cosine || f.min_cosine < flags.int8_min_cosine;
       const std::string what = fmt::format(
           "{}: --dtype int8 against float32 on {} built-in texts: mean cosine {:.6f}, minimum "
-          "{:.6f}",
-          dir, f.samples, f.mean_cosine, f.min_cosine);
+          "{:.6f} ({})",
+          dir, f.samples, f.mean_cosine, f.min_cosine, f.source);
       if (below) {
         spdlog::warn("{} (below the thresholds; served because of --int8-serve-anyway)", what);
       } else {

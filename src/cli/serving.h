@@ -47,6 +47,7 @@ struct SchedulerFlags {
   double int8_min_mean_cosine = 0.999;
   double int8_min_cosine = 0.995;
   bool int8_serve_anyway = false;
+  std::string int8_cache = "auto";   // "auto" (DefaultInt8CacheDir) | "off" | a directory
   std::string gemm;                  // "" (auto) | "auto" | "packed" | "blas"
   std::string scheduling = "priority";  // "priority" | "fcfs"
   std::string max_batch_time = "auto";  // "auto" (measured at start) | milliseconds (0: none)
@@ -55,7 +56,7 @@ struct SchedulerFlags {
 
 // --max-batch-tokens, --max-batch-sequences, --max-queued-tokens, --pipeline-depth, --threads,
 // --device, --cuda-graphs, --dtype, --int8-min-mean-cosine, --int8-min-cosine,
-// --int8-serve-anyway, --gemm, --scheduling, --max-batch-time, --query-max-inputs,
+// --int8-serve-anyway, --int8-cache, --gemm, --scheduling, --max-batch-time, --query-max-inputs,
 // --query-max-tokens.
 void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* flags);
 // --query-max-inputs, --query-max-tokens (also on `gateway`, which classes requests for its

@@ -91,6 +91,9 @@ struct ModelInfo {
     int samples = 0;
     double mean_cosine = 0.0;
     double min_cosine = 0.0;
+    // Where the numbers come from, for the log: measured at this start (and where they were
+    // kept for the next), or read back from a kept check (runtime/int8_cache.h).
+    std::string source;
   };
   Fidelity fidelity;
 

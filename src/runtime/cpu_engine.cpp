@@ -8,6 +8,7 @@
 #include <deque>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "backends/cpu/thread_pool.h"
 #include "description/registry.h"
 #include "families/family.h"
+#include "runtime/int8_cache.h"
 #include "runtime/int8_samples.h"
 
 namespace orchid {
@@ -224,8 +226,25 @@ double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
   return ab / std::sqrt(aa * bb);
 }
 
-// --dtype int8: calibrates, quantizes and checks the model (cpu_engine.h, Int8Options).
-Status QuantizeInt8(FamilyModel* model, const Int8Options& o, int num_threads) {
+// The start-up check's verdict on f (cpu_engine.h, Int8Options).
+Status Int8Verdict(const ModelInfo::Fidelity& f, const Int8Options& o) {
+  if ((f.mean_cosine < o.min_mean_cosine || f.min_cosine < o.min_cosine) && !o.serve_anyway) {
+    char buf[512];
+    std::snprintf(buf, sizeof(buf),
+                  "--dtype int8 is not faithful enough for this model: against float32 on %d "
+                  "built-in texts, mean cosine %.6f (required %.6f) and minimum %.6f (required "
+                  "%.6f). Serve it in float32 or bfloat16, lower --int8-min-mean-cosine / "
+                  "--int8-min-cosine, or pass --int8-serve-anyway",
+                  f.samples, f.mean_cosine, o.min_mean_cosine, f.min_cosine, o.min_cosine);
+    return Status::FailedPrecondition(buf);
+  }
+  return Status::Ok();
+}
+
+// --dtype int8: calibrates, quantizes and checks the model (cpu_engine.h, Int8Options), or
+// reads the check's results back from o.cache_dir (int8_cache.h).
+Status QuantizeInt8(FamilyModel* model, const std::string& dir, const Int8Options& o,
+                    int num_threads) {
   if (o.tokenizer == nullptr) {
     model->backend()->FinishInt8();
     return Status::Ok();
@@ -234,6 +253,28 @@ Status QuantizeInt8(FamilyModel* model, const Int8Options& o, int num_threads) {
   size_t max_length = size_t(std::max(1, o.max_length));
   const int limit = info.max_seq_length > 0 ? info.max_seq_length : info.max_position_embeddings;
   if (limit > 0) max_length = std::min(max_length, size_t(limit));
+  std::string cache_key, cache_path, not_kept;
+  if (!o.cache_dir.empty()) {
+    if (auto key = Int8CacheKey(dir, int(max_length)); key.ok()) {
+      cache_key = std::move(*key);
+      cache_path = Int8CachePath(o.cache_dir, cache_key);
+      if (std::optional<Int8CheckRecord> kept = LoadInt8Check(cache_path, cache_key)) {
+        if (model->backend()->SetInt8InputRanges(kept->input_ranges).ok()) {
+          model->backend()->StopRecording();
+          model->backend()->FinishInt8();
+          ModelInfo::Fidelity f;
+          f.samples = kept->samples;
+          f.mean_cosine = kept->mean_cosine;
+          f.min_cosine = kept->min_cosine;
+          f.source = "kept from an earlier start of this binary on these files: " + cache_path;
+          model->mutable_info()->fidelity = f;
+          return Int8Verdict(f, o);
+        }
+      }
+    } else {
+      not_kept = key.status().message();
+    }
+  }
   ORCHID_ASSIGN_OR_RETURN(
       RaggedBatch calibration,
       EncodeSampleBatch(*o.tokenizer, Int8CalibrationTexts(), max_length, info));
@@ -246,6 +287,8 @@ Status QuantizeInt8(FamilyModel* model, const Int8Options& o, int num_threads) {
     ORCHID_RETURN_IF_ERROR(model->Run(calibration, &pool, out.data(), false));
   }
   model->backend()->StopRecording();
+  Int8CheckRecord record;
+  if (!cache_path.empty()) record.input_ranges = model->backend()->Int8InputRanges();
   std::vector<std::vector<float>> reference, quantized;
   if (gate.num_sequences() > 0) ORCHID_RETURN_IF_ERROR(GateOutputs(model, gate, &pool, &reference));
   model->backend()->FinishInt8();
@@ -261,18 +304,19 @@ Status QuantizeInt8(FamilyModel* model, const Int8Options& o, int num_threads) {
     f.min_cosine = std::min(f.min_cosine, c);
   }
   f.mean_cosine = sum / double(f.samples);
-  model->mutable_info()->fidelity = f;
-  if ((f.mean_cosine < o.min_mean_cosine || f.min_cosine < o.min_cosine) && !o.serve_anyway) {
-    char buf[512];
-    std::snprintf(buf, sizeof(buf),
-                  "--dtype int8 is not faithful enough for this model: against float32 on %d "
-                  "built-in texts, mean cosine %.6f (required %.6f) and minimum %.6f (required "
-                  "%.6f). Serve it in float32 or bfloat16, lower --int8-min-mean-cosine / "
-                  "--int8-min-cosine, or pass --int8-serve-anyway",
-                  f.samples, f.mean_cosine, o.min_mean_cosine, f.min_cosine, o.min_cosine);
-    return Status::FailedPrecondition(buf);
+  f.source = "measured at this start";
+  if (!cache_path.empty()) {
+    record.samples = f.samples;
+    record.mean_cosine = f.mean_cosine;
+    record.min_cosine = f.min_cosine;
+    const Status kept = StoreInt8Check(cache_path, cache_key, record);
+    f.source +=
+        kept.ok() ? "; kept for the next in " + cache_path : "; not kept: " + kept.message();
+  } else if (!not_kept.empty()) {
+    f.source += "; not kept: " + not_kept;
   }
-  return Status::Ok();
+  model->mutable_info()->fidelity = f;
+  return Int8Verdict(f, o);
 }
 
 }  // namespace
@@ -287,7 +331,7 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptio
                         : WeightTypeName(options.linear_weights);
   auto model = std::make_unique<FamilyModel>(spec.info, std::move(backend), std::move(family));
   if (options.linear_weights == WeightType::kInt8) {
-    ORCHID_RETURN_IF_ERROR(QuantizeInt8(model.get(), options.int8, options.num_threads));
+    ORCHID_RETURN_IF_ERROR(QuantizeInt8(model.get(), dir, options.int8, options.num_threads));
   }
   return std::unique_ptr<Model>(std::move(model));
 }

@@ -60,6 +60,9 @@ struct Int8Options {
   bool serve_anyway = false;
   // Tokens per text at most (and the model's own limit).
   int max_length = 256;
+  // Where the check's results are kept between runs (runtime/int8_cache.h: read back when the
+  // binary, the model's files and the CPU path are the same); empty: the check runs every time.
+  std::string cache_dir;
 };
 
 struct LoadOptions {

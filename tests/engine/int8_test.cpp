@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "backends/cpu/int8_linear.h"
 #include "backends/cpu/thread_pool.h"
 #include "runtime/cpu_engine.h"
+#include "runtime/int8_cache.h"
 #include "runtime/int8_samples.h"
 #include "tokenizer/tokenizer.h"
 
@@ -333,6 +335,116 @@ TEST(Int8LoadTest, EveryFixtureFamilyRunsInInt8) {
     EXPECT_EQ(gated.ok(), passes) << f.mean_cosine << " / " << f.min_cosine;
   }
   EXPECT_GE(seen, 25);
+}
+
+// A fresh directory under the test's temporary folder, removed with it.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& name)
+      : path(std::filesystem::temp_directory_path() /
+             (name + "-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+              std::to_string(std::random_device{}()))) {
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+std::vector<float> Embed(Model* m, const Tokenizer& tok) {
+  const ModelInfo& info = m->info();
+  auto batch = EncodeSampleBatch(tok, Int8GateTexts(), 64, info);
+  EXPECT_TRUE(batch.ok());
+  std::vector<float> out(size_t(batch->num_sequences()) * size_t(info.output_dim()));
+  ThreadPool pool(2);
+  EXPECT_TRUE(m->Run(*batch, &pool, out.data(), true).ok());
+  return out;
+}
+
+// A kept check is read back on the next load (runtime/int8_cache.h) and gives the very model
+// the check's run gave: the same quantization (bit-identical outputs) and the same numbers.
+// The thresholds still apply to the kept numbers, and a model file that changed, or a damaged
+// kept file, makes the check run again.
+TEST(Int8LoadTest, AKeptStartUpCheckGivesTheSameModelAndStillGates) {
+  TempDir tmp("orchid-int8-cache");
+  const std::filesystem::path model = tmp.path / "model", cache = tmp.path / "cache";
+  std::filesystem::copy(kFixtures + "/mpnet-embed", model,
+                        std::filesystem::copy_options::recursive);
+  Int8Options o;
+  o.cache_dir = cache.string();
+  auto first = LoadInt8(model.string(), o);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  const ModelInfo::Fidelity f1 = first->model->info().fidelity;
+  EXPECT_NE(f1.source.find("measured at this start; kept for the next in"), std::string::npos)
+      << f1.source;
+  auto second = LoadInt8(model.string(), o);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  const ModelInfo::Fidelity f2 = second->model->info().fidelity;
+  EXPECT_NE(f2.source.find("kept from an earlier start"), std::string::npos) << f2.source;
+  EXPECT_EQ(f2.samples, f1.samples);
+  EXPECT_EQ(f2.mean_cosine, f1.mean_cosine);
+  EXPECT_EQ(f2.min_cosine, f1.min_cosine);
+  EXPECT_EQ(Embed(second->model.get(), *second->tokenizer),
+            Embed(first->model.get(), *first->tokenizer));
+
+  // The gate on kept numbers: refused as a measured run is.
+  Int8Options strict = o;
+  strict.min_cosine = 1.0;
+  auto refused = LoadInt8(model.string(), strict);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+
+  // A damaged kept file: measured again (and rewritten).
+  auto key = Int8CacheKey(model.string(), 256);
+  ASSERT_TRUE(key.ok()) << key.status().ToString();
+  const std::string path = Int8CachePath(cache.string(), *key);
+  ASSERT_TRUE(std::filesystem::exists(path)) << path;
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 3);
+  auto third = LoadInt8(model.string(), o);
+  ASSERT_TRUE(third.ok());
+  EXPECT_NE(third->model->info().fidelity.source.find("measured at this start"), std::string::npos);
+  ASSERT_TRUE(LoadInt8Check(path, *key).has_value());
+
+  // A model file that changed (here only its time): another key, measured again.
+  const auto config = model / "config.json";
+  std::filesystem::last_write_time(
+      config, std::filesystem::last_write_time(config) + std::chrono::seconds(5));
+  auto fourth = LoadInt8(model.string(), o);
+  ASSERT_TRUE(fourth.ok());
+  EXPECT_NE(fourth->model->info().fidelity.source.find("measured at this start"),
+            std::string::npos);
+  auto other = Int8CacheKey(model.string(), 256);
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(*other, *key);
+}
+
+// The file format: a record reads back exactly, and anything else is nothing (the fuzzer,
+// tests/fuzz/int8_check_fuzz.cpp, tries the rest).
+TEST(Int8CacheTest, TheFileReadsBackExactlyAndNothingElseReads) {
+  Int8CheckRecord r;
+  r.samples = 32;
+  r.mean_cosine = 0.99964;
+  r.min_cosine = 0.99928;
+  r.input_ranges = {{0.5f, 2.0f, 0.0f}, {}, {7.25f}};
+  const std::string data = SerializeInt8Check("key\n", r);
+  auto back = ParseInt8Check(data, "key\n");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->samples, r.samples);
+  EXPECT_EQ(back->mean_cosine, r.mean_cosine);
+  EXPECT_EQ(back->min_cosine, r.min_cosine);
+  EXPECT_EQ(back->input_ranges, r.input_ranges);
+  EXPECT_FALSE(ParseInt8Check(data, "key2\n").has_value());       // another key
+  EXPECT_FALSE(ParseInt8Check(data + "x", "key\n").has_value());  // trailing bytes
+  for (size_t cut = 0; cut < data.size(); ++cut) {
+    EXPECT_FALSE(ParseInt8Check(data.substr(0, cut), "key\n").has_value()) << cut;
+  }
+  Int8CheckRecord bad = r;
+  bad.input_ranges[0][1] = -1.0f;  // ranges are magnitudes
+  EXPECT_FALSE(ParseInt8Check(SerializeInt8Check("key\n", bad), "key\n").has_value());
+  bad = r;
+  bad.mean_cosine = NAN;
+  EXPECT_FALSE(ParseInt8Check(SerializeInt8Check("key\n", bad), "key\n").has_value());
 }
 
 TEST(Int8LoadTest, WithoutATokenizerItQuantizesWithoutCalibration) {

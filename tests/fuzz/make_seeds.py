@@ -202,6 +202,21 @@ def text_seeds():
         put(target, b"\xff\xfe\xc3 invalid utf-8 \xed\xa0\x80")
 
 
+def int8_check_seeds():
+    """Kept int8 start-up checks (src/runtime/int8_check_format.cpp) under the fuzzer's key."""
+    key = b"orchid int8 fuzz key\n"
+
+    def check(samples, mean, lo, layers):
+        out = b"orchid-int8-check 1\n" + struct.pack("<I", len(key)) + key
+        out += struct.pack("<idd", samples, mean, lo) + struct.pack("<I", len(layers))
+        for ranges in layers:
+            out += struct.pack("<I", len(ranges)) + struct.pack(f"<{len(ranges)}f", *ranges)
+        return out
+    put("int8_check_fuzz", check(32, 0.9996, 0.9992, [[0.5, 2.0, 0.0, 7.25], [1.0] * 8]))
+    put("int8_check_fuzz", check(0, 0.0, 0.0, []))
+    put("int8_check_fuzz", check(3, 1.0, 0.99, [[], [3.5]]))
+
+
 def main():
     if CORPUS.exists():
         shutil.rmtree(CORPUS)
@@ -210,6 +225,7 @@ def main():
     request_seeds()
     tokenizer_json_seeds()
     text_seeds()
+    int8_check_seeds()
     for d in sorted(CORPUS.iterdir()):
         print(d.name, len(list(d.iterdir())))
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <utility>
 
 #include "backends/cpu/attention.h"
@@ -76,6 +77,43 @@ Result<int> CpuBackend::DoAddLinear(const Tensor& w, const Tensor* bias, ops::Li
   }
   linears_.push_back(std::move(l));
   return int(linears_.size()) - 1;
+}
+
+std::vector<std::vector<float>> CpuBackend::Int8InputRanges() const {
+  std::vector<std::vector<float>> out;
+  if (!calibrating_) return out;
+  for (const LinearLayer& l : linears_) {
+    if (l.final_type == WeightType::kInt8) out.push_back(l.input_amax);
+  }
+  return out;
+}
+
+Status CpuBackend::SetInt8InputRanges(const std::vector<std::vector<float>>& ranges) {
+  if (!calibrating_) return Status::FailedPrecondition("int8 input ranges: not calibrating");
+  size_t i = 0;
+  for (const LinearLayer& l : linears_) {
+    if (l.final_type != WeightType::kInt8) continue;
+    if (i >= ranges.size() || ranges[i].size() != l.input_amax.size()) {
+      return Status::InvalidArgument("int8 input ranges: layer " + std::to_string(i) +
+                                     " does not match the model");
+    }
+    for (float v : ranges[i]) {
+      if (!std::isfinite(v) || v < 0) {
+        return Status::InvalidArgument("int8 input ranges: layer " + std::to_string(i) +
+                                       " has a negative or non-finite range");
+      }
+    }
+    ++i;
+  }
+  if (i != ranges.size()) {
+    return Status::InvalidArgument("int8 input ranges: " + std::to_string(ranges.size()) +
+                                   " layers given, the model has " + std::to_string(i));
+  }
+  i = 0;
+  for (LinearLayer& l : linears_) {
+    if (l.final_type == WeightType::kInt8) l.input_amax = ranges[i++];
+  }
+  return Status::Ok();
 }
 
 void CpuBackend::FinishInt8(float alpha) {

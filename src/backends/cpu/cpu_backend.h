@@ -52,6 +52,12 @@ class CpuBackend final : public ops::Backend {
   // stayed zero; without calibration batches none, and no outlier channels either). After it
   // the model runs in int8.
   void FinishInt8(float alpha = 0.5f);
+  // kInt8 before FinishInt8: every int8 layer's recorded input ranges (amax_x above), in the
+  // order the layers were added, to keep between runs (runtime/int8_cache.h)...
+  std::vector<std::vector<float>> Int8InputRanges() const;
+  // ...and to put back instead of recording them: one vector per int8 layer, as wide as its
+  // input, every value finite and >= 0; otherwise an error and nothing changes.
+  Status SetInt8InputRanges(const std::vector<std::vector<float>>& ranges);
 
  protected:
   Result<int> DoAddLinear(const Tensor& w, const Tensor* bias, ops::LinearOptions o) override;
