@@ -10,7 +10,8 @@ sentence-transformers' CrossEncoder on PyTorch), against `orchid serve --max-chu
 - each chunk alone scores as the reference's CrossEncoder within 1e-5 (the rerank goldens'
   tolerance in test_conformance.py);
 - max_chunks_per_doc on the request keeps only the first N chunks, on every rerank route, and
-  bad values are refused with a 400 naming the field.
+  bad values are refused with a 400 naming the field;
+- `orchid gateway --max-chunks-per-doc` in front of a worker answers as `serve` does.
 """
 import json
 
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 import requests
 
-from support import REPO, OrchidServer
+from support import REPO, OrchidProcess, OrchidServer, wait_healthy
 
 GOLDEN = REPO / "tests" / "fixtures" / "rerank_chunks"
 CASES = sorted(p.stem for p in GOLDEN.glob("*.json"))
@@ -145,3 +146,29 @@ def test_bad_max_chunks_per_doc_is_a_400(served, route, docs, value):
         timeout=60)
     assert r.status_code == 400, (route, value, r.text)
     assert "max_chunks_per_doc must be a positive integer" in r.text, r.text
+
+
+def test_gateway_chunks_as_serve_does(served):
+    g, server = served
+    d = REPO / g["model"]
+    body = {"query": g["query"], "documents": [x["text"] for x in g["documents"]],
+            "return_chunks": True}
+    want = post(server, "/v1/rerank", body)["results"]
+    worker = OrchidProcess(["worker", "--model", str(d), "--served-model-name", "m", "--listen",
+                            "127.0.0.1:0", "--threads", "1", "--max-batch-time", "0"],
+                           ready=r"orchid worker: .* on grpc \S+ \(port (\d+)\)", name="worker")
+    gateway = None
+    try:
+        gateway = OrchidProcess(
+            ["gateway", "--listen", "127.0.0.1:0", "--model", f"m={d}", "--backend",
+             f"m=127.0.0.1:{worker.ready.group(1)}", "--max-chunks-per-doc", str(MANY)],
+            ready=r"orchid gateway for .* \(port (\d+)\)", name="gateway")
+        url = f"http://127.0.0.1:{gateway.ready.group(1)}"
+        wait_healthy(url, gateway.deadline, gateway)
+        r = requests.post(url + "/v1/rerank", json=dict(body, model="m"), timeout=120)
+        assert r.status_code == 200, r.text
+        assert r.json()["results"] == want
+    finally:
+        if gateway is not None:
+            assert gateway.stop() == 0, gateway.log_text()
+        worker.stop()
