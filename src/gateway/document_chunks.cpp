@@ -36,6 +36,7 @@ std::pair<size_t, size_t> ChunkBytes(std::string_view text, const TokenOffsets& 
   size_t begin = offsets[range.begin].first, end = begin;
   for (size_t t = range.begin; t < range.end; ++t) end = std::max<size_t>(end, offsets[t].second);
   end = std::min(end, text.size());
+  begin = std::min(begin, end);
   while (begin < end && IsSpace(text[begin])) ++begin;
   return {begin, end};
 }

@@ -143,6 +143,9 @@ TEST(DocumentChunksTest, BytesLeaveOutLeadingWhitespace) {
   EXPECT_TRUE(StartsWord(text, offsets, 1));
   EXPECT_EQ(ChunkBytes(text, offsets, {1, 3}), (std::pair<size_t, size_t>{3, 8}));
   EXPECT_EQ(ChunkBytes(text, offsets, {0, 1}), (std::pair<size_t, size_t>{0, 2}));
+  // Offsets past the text (a tokenizer bug) give an empty span, not one past the end.
+  const TokenOffsets past = {{0, 2}, {12, 14}};
+  EXPECT_EQ(ChunkBytes(text, past, {1, 2}), (std::pair<size_t, size_t>{8, 8}));
 }
 
 TEST(DocumentChunksTest, CodePointOffsets) {
