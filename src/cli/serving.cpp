@@ -186,6 +186,14 @@ void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* f) {
                 "does) unless the request says `truncate: false`; without it, such inputs are "
                 "refused unless the request asks for truncation (/v1/rerank always truncates "
                 "unless told not to)");
+  cmd->add_option(
+         "--max-chunks-per-doc", f->max_chunks_per_doc,
+         "rerank documents longer than the model's window as up to N overlapping chunks "
+         "beside the query, each scored alone, the best chunk's score the document's "
+         "(for rerank requests that do not say `max_chunks_per_doc`); 0: off, cut or refuse "
+         "them as `truncate` says")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--cors-allow-origin", f->cors_origins,
                   "a browser origin (e.g. https://app.example.com) whose pages may call the API "
                   "(CORS); repeat for several, or * for any. Default: none")
@@ -201,6 +209,7 @@ Status ApplyHttpFrontFlags(const HttpFrontFlags& f, const std::string& model_dir
   o->default_prompt = f.default_prompt;
   o->api_key = f.api_key;
   o->auto_truncate = f.auto_truncate;
+  o->max_chunks_per_doc = f.max_chunks_per_doc;
   o->cors_origins = f.cors_origins;
   if (!model_dir.empty()) {
     ORCHID_ASSIGN_OR_RETURN(o->prompts, ReadEncodeConfig(model_dir));

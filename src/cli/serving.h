@@ -72,10 +72,11 @@ struct HttpFrontFlags {
   std::optional<std::string> default_prompt;
   std::string api_key;
   bool auto_truncate = false;
+  int64_t max_chunks_per_doc = 0;
   std::vector<std::string> cors_origins;
 };
 // --max-body-bytes, --io-threads, --tokenizer-threads, --shutdown-grace, --default-prompt,
-// --api-key (or ORCHID_API_KEY), --auto-truncate, --cors-allow-origin.
+// --api-key (or ORCHID_API_KEY), --auto-truncate, --max-chunks-per-doc, --cors-allow-origin.
 void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* flags);
 // Copies the flags into the gateway's options, with the named prompts of `model_dir`'s
 // config_sentence_transformers.json (none when model_dir is empty).

@@ -43,6 +43,7 @@ struct Gateway::Impl {
           std::make_unique<ScoreService>(m.tokenizer, m.backend, m.name, completions,
                                          options.worker_threads));
       score_services.back()->set_auto_truncate(options.auto_truncate);
+      score_services.back()->set_max_chunks_per_doc(options.max_chunks_per_doc);
       routed.push_back(RoutedModel{embed_services.back().get(), score_services.back().get()});
     }
     return routed;

@@ -39,6 +39,8 @@ struct GatewayOptions {
   std::optional<std::string> default_prompt;  // --default-prompt
   std::string api_key;  // required as `Authorization: Bearer <key>` when not empty (--api-key)
   bool auto_truncate = false;  // requests that do not say `truncate` get it (--auto-truncate)
+  // Rerank requests that do not say max_chunks_per_doc get it; 0: none (--max-chunks-per-doc).
+  int64_t max_chunks_per_doc = 0;
   std::vector<std::string> cors_origins;  // browser origins allowed to call the API; "*": any
 };
 

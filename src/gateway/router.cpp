@@ -506,6 +506,7 @@ void Router::Score(ScoreRoute route, std::string body, const Scheduling& client,
   auto shown = std::make_shared<ScoreRequest>();
   shown->top_n = request.top_n;
   shown->return_text = request.return_text;
+  shown->return_chunks = request.return_chunks;
   if (request.return_text) shown->documents = request.documents;
   model->score->Score(
       std::move(request), [this, route, shown, name, error_reply, reply](ScoreReply result) {
@@ -514,10 +515,11 @@ void Router::Score(ScoreRoute route, std::string body, const Scheduling& client,
           HttpResponse r;
           switch (route) {
             case ScoreRoute::kTei:
-              r.body = WriteTeiRerankResponse(*shown, result.scores);
+              r.body = WriteTeiRerankResponse(*shown, result.scores, result.chunks);
               break;
             case ScoreRoute::kRerank:
-              r.body = WriteRerankResponse(*shown, result.scores, name, result.tokens);
+              r.body =
+                  WriteRerankResponse(*shown, result.scores, name, result.tokens, result.chunks);
               break;
             case ScoreRoute::kScore:
               r.body = WriteScoreResponse(result.scores, name, result.tokens, created_);
@@ -806,12 +808,13 @@ void Router::CohereRerank(std::string body, const Scheduling& client, const Repl
   auto shown = std::make_shared<ScoreRequest>();
   shown->top_n = request.top_n;
   shown->return_text = request.return_text;
+  shown->return_chunks = request.return_chunks;
   if (request.return_text) shown->documents = request.documents;
   model->score->Score(std::move(request), [shown, reply](ScoreReply result) {
     if (result.error) return reply(CohereErrorResponse(*result.error));
     try {
       HttpResponse r;
-      r.body = WriteCohereRerankResponse(*shown, result.scores, result.tokens);
+      r.body = WriteCohereRerankResponse(*shown, result.scores, result.tokens, result.chunks);
       reply(std::move(r));
     } catch (const std::exception& e) {
       reply(InternalError(e));

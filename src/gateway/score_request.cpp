@@ -97,6 +97,27 @@ bool ParseCommonField(std::string_view key, element value, ScoreRequest* out,
   return true;
 }
 
+// Long-document fields of the rerank routes; true when `key` was one of them.
+bool ParseChunkField(std::string_view key, element value, ScoreRequest* out,
+                     std::optional<ApiError>* err) {
+  if (key == "max_chunks_per_doc") {
+    *err = ParsePositiveInteger(value, "max_chunks_per_doc", &out->max_chunks_per_doc);
+  } else if (key == "return_chunks") {
+    *err = ParseBool(value, "return_chunks", &out->return_chunks);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+void WriteChunk(const ScoreRequest& request, const std::vector<ChunkHit>& chunks, size_t i,
+                JsonWriter* w) {
+  if (!request.return_chunks || i >= chunks.size()) return;
+  const ChunkHit& c = chunks[i];
+  w->Key("chunk").BeginObject().Key("index").Int(c.index).Key("start").Int(c.start);
+  w->Key("end").Int(c.end).Key("count").Int(c.count).EndObject();
+}
+
 // Indices of `scores` by score, best first (ties keep input order).
 std::vector<size_t> Ranked(const std::vector<float>& scores) {
   std::vector<size_t> order(scores.size());
@@ -126,7 +147,8 @@ std::optional<ApiError> ParseTeiRerankRequest(std::string_view body, ScoreReques
       has_texts = true;
     } else if (key == "return_text") {
       if ((err = ParseBool(field.value, "return_text", &out->return_text))) return err;
-    } else if (ParseCommonField(key, field.value, out, &err)) {
+    } else if (ParseChunkField(key, field.value, out, &err) ||
+               ParseCommonField(key, field.value, out, &err)) {
       if (err) return err;
     }
   }
@@ -156,10 +178,10 @@ std::optional<ApiError> ParseRerankRequest(std::string_view body, ScoreRequest* 
       if ((err = ParseBool(value, "return_documents", &out->return_text))) return err;
     } else if (key == "top_n") {
       if ((err = ParsePositiveInteger(value, "top_n", &out->top_n))) return err;
-    } else if (ParseCommonField(key, value, out, &err)) {
+    } else if (ParseChunkField(key, value, out, &err) || ParseCommonField(key, value, out, &err)) {
       if (err) return err;
     }
-    // max_chunks_per_doc, rank_fields, user and unknown fields are accepted and ignored.
+    // rank_fields, user and unknown fields are accepted and ignored.
   }
   if (!has_query) return ApiError::InvalidRequest("query is required", "query");
   if (!has_documents) return ApiError::InvalidRequest("documents is required", "documents");
@@ -169,6 +191,7 @@ std::optional<ApiError> ParseRerankRequest(std::string_view body, ScoreRequest* 
 std::optional<ApiError> ParseScoreRequest(std::string_view body, ScoreRequest* out) {
   *out = ScoreRequest{};
   out->documents_field = "text_2";
+  out->max_chunks_per_doc = 0;  // a score per pair, cut or refused as vLLM's: never chunked
   element doc;
   if (auto err = ParseDocument(body, &doc)) return err;
   bool has_1 = false, has_2 = false;
@@ -205,13 +228,15 @@ std::optional<ApiError> ParseScoreRequest(std::string_view body, ScoreRequest* o
   return std::nullopt;
 }
 
-std::string WriteTeiRerankResponse(const ScoreRequest& request, const std::vector<float>& scores) {
+std::string WriteTeiRerankResponse(const ScoreRequest& request, const std::vector<float>& scores,
+                                   const std::vector<ChunkHit>& chunks) {
   std::string out;
   JsonWriter w(&out);
   w.BeginArray();
   for (size_t i : Ranked(scores)) {
     w.BeginObject().Key("index").Int(int64_t(i)).Key("score").Float(scores[i]);
     if (request.return_text) w.Key("text").String(request.documents[i]);
+    WriteChunk(request, chunks, i, &w);
     w.EndObject();
   }
   w.EndArray();
@@ -231,7 +256,8 @@ std::string ResponseId(std::string_view prefix) {
 }  // namespace
 
 std::string WriteRerankResponse(const ScoreRequest& request, const std::vector<float>& scores,
-                                std::string_view model, int64_t tokens) {
+                                std::string_view model, int64_t tokens,
+                                const std::vector<ChunkHit>& chunks) {
   std::string out;
   JsonWriter w(&out);
   w.BeginObject().Key("id").String(ResponseId("rerank"));
@@ -243,6 +269,7 @@ std::string WriteRerankResponse(const ScoreRequest& request, const std::vector<f
     if (request.return_text) {
       w.Key("document").BeginObject().Key("text").String(request.documents[i]).EndObject();
     }
+    WriteChunk(request, chunks, i, &w);
     w.EndObject();
   }
   w.EndArray();
@@ -452,7 +479,7 @@ std::optional<ApiError> ParseCohereRerankRequest(std::string_view body, ScoreReq
             "relevant_spans are not supported: this server's rerankers score whole documents",
             "relevant_spans", "unsupported_parameter");
       }
-    } else if (ParseCommonField(key, value, out, &err)) {
+    } else if (ParseChunkField(key, value, out, &err) || ParseCommonField(key, value, out, &err)) {
       if (err) return err;
     }
   }
@@ -462,7 +489,7 @@ std::optional<ApiError> ParseCohereRerankRequest(std::string_view body, ScoreReq
 }
 
 std::string WriteCohereRerankResponse(const ScoreRequest& request, const std::vector<float>& scores,
-                                      int64_t tokens) {
+                                      int64_t tokens, const std::vector<ChunkHit>& chunks) {
   std::string out;
   JsonWriter w(&out);
   w.BeginObject().Key("id").String(ResponseId("rerank")).Key("results").BeginArray();
@@ -473,6 +500,7 @@ std::string WriteCohereRerankResponse(const ScoreRequest& request, const std::ve
     if (request.return_text) {
       w.Key("document").BeginObject().Key("text").String(request.documents[i]).EndObject();
     }
+    WriteChunk(request, chunks, i, &w);
     w.EndObject();
   }
   w.EndArray();

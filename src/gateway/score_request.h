@@ -11,8 +11,11 @@
 //                     score}], usage}
 //
 // Every route also takes `instruction` (Qwen3-Reranker's <Instruct>), `truncate`,
-// `truncation_direction`, `raw_scores` and `priority` (vLLM's). Parsers check JSON types and shapes
-// only; what depends on the model is checked by ScoreService. Thread safety: free functions.
+// `truncation_direction`, `raw_scores` and `priority` (vLLM's). The rerank routes (not /v1/score)
+// take `max_chunks_per_doc` (Cohere v1's; a positive integer) and orchid's `return_chunks`
+// (bool): long documents are scored in chunks (document_chunks.h), and each result says which
+// chunk won. Parsers check JSON types and shapes only; what depends on the model is checked by
+// ScoreService. Thread safety: free functions.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +39,12 @@ struct ScoreRequest {
   std::optional<bool> truncate;  // cut pairs over the maximum, else refuse; unset: --auto-truncate
   TruncationSide truncation_direction = TruncationSide::kRight;
   bool raw_scores = false;  // the model's logit instead of the activated score
+  // Long documents: score a pair over the model's window as its document's chunks, at most
+  // this many (the best chunk's score is the document's). Unset: the server's
+  // --max-chunks-per-doc; 0: never (vLLM's /v1/score, which cuts or refuses).
+  std::optional<int64_t> max_chunks_per_doc;
   // Reply options.
+  bool return_chunks = false;                 // say which chunk of each document won (when chunked)
   bool return_text = false;                   // include each document's text in the reply
   std::optional<int64_t> top_n;               // /v1/rerank: only the best N results
   std::string documents_field = "documents";  // how errors name a document: texts, text_2
@@ -45,6 +53,16 @@ struct ScoreRequest {
 
   size_t num_pairs() const { return documents.size(); }
   const std::string& query(size_t i) const { return queries.size() == 1 ? queries[0] : queries[i]; }
+};
+
+// Which chunk of a document gave its score (ScoreRequest::max_chunks_per_doc): its index among
+// the document's `count` chunks and its span [start, end) in the document, in Unicode code points
+// (Python's str indices). A document that fits the window is its own chunk 0 of 1.
+struct ChunkHit {
+  int64_t index = 0;
+  int64_t start = 0;
+  int64_t end = 0;
+  int64_t count = 1;
 };
 
 // The number of documents (or pairs) one request may hold (TEI's max_client_batch_size for
@@ -58,10 +76,14 @@ std::optional<ApiError> ParseRerankRequest(std::string_view body, ScoreRequest* 
 // equal length: zipped pairs (a text_1 list of one is broadcast). Defaults: truncate false.
 std::optional<ApiError> ParseScoreRequest(std::string_view body, ScoreRequest* out);
 
-// The reply writers take the request (for texts and options) and one score per pair.
-std::string WriteTeiRerankResponse(const ScoreRequest& request, const std::vector<float>& scores);
+// The reply writers take the request (for texts and options) and one score per pair; with
+// request.return_chunks, each result's `chunk` ({index, start, end, count}) from `chunks` (one
+// per pair; empty when the request was not chunked: no `chunk`).
+std::string WriteTeiRerankResponse(const ScoreRequest& request, const std::vector<float>& scores,
+                                   const std::vector<ChunkHit>& chunks = {});
 std::string WriteRerankResponse(const ScoreRequest& request, const std::vector<float>& scores,
-                                std::string_view model, int64_t tokens);
+                                std::string_view model, int64_t tokens,
+                                const std::vector<ChunkHit>& chunks = {});
 std::string WriteScoreResponse(const std::vector<float>& scores, std::string_view model,
                                int64_t tokens, int64_t created);
 
@@ -109,11 +131,11 @@ std::string WritePredictResponse(bool batch, const std::vector<float>& scores,
 // `raw_scores` and `instruction`. relevant_spans may only be disabled (orchid finds none).
 // max_tokens_per_doc is checked (an integer of at least 1) but not applied: documents are cut
 // to fit the model's own maximum, which is below Cohere's default of 4096 for every model
-// orchid serves.
+// orchid serves. Cohere v1's max_chunks_per_doc and orchid's return_chunks as on /v1/rerank.
 std::optional<ApiError> ParseCohereRerankRequest(std::string_view body, ScoreRequest* out);
 // {"id", "results": [{"index", "relevance_score", "document"?: {"text"}}], "meta": {"api_version":
 // {"version": "2"}, "billed_units": {"search_units"}, "tokens": {"input_tokens"}}}, best first.
 std::string WriteCohereRerankResponse(const ScoreRequest& request, const std::vector<float>& scores,
-                                      int64_t tokens);
+                                      int64_t tokens, const std::vector<ChunkHit>& chunks = {});
 
 }  // namespace orchid

@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "gateway/document_chunks.h"
 #include "gateway/parallel_slices.h"
 
 namespace orchid {
@@ -35,6 +36,12 @@ ApiError FromTokenizer(const Status& st, const std::string& param) {
   return e;
 }
 
+// EncodeSequence's error: the tokenizer's names the document; a template too long for the
+// model's window (kInternal) is the server's.
+ApiError FromEncoding(const Status& st, const std::string& param) {
+  return st.code() == StatusCode::kInternal ? ApiError::FromStatus(st) : FromTokenizer(st, param);
+}
+
 }  // namespace
 
 ScoreService::ScoreService(const Tokenizer* tokenizer, EmbedBackend* backend,
@@ -57,48 +64,97 @@ ScoreService::ScoreService(const Tokenizer* tokenizer, EmbedBackend* backend,
 
 bool ScoreService::is_scorer() const { return backend_->model_info().task == ModelTask::kScore; }
 
-std::optional<ApiError> ScoreService::EncodePair(const ScoreRequest& request, size_t i,
-                                                 Encoding* out) const {
-  const ModelInfo& info = backend_->model_info();
-  const std::string param = Param(request, i);
+Status ScoreService::EncodeSequence(const ScoreRequest& request, std::string_view query,
+                                    std::string_view document, bool truncate, Encoding* out) const {
   const size_t max_len = size_t(max_seq_length_);
   EncodeOptions options;
   options.add_special_tokens = true;
   options.side = request.truncation_direction;
   options.strategy = TruncationStrategy::kLongestFirst;
   out->clear();
-  if (info.pair_format == PairFormat::kQwen3RerankerChat) {
+  if (backend_->model_info().pair_format == PairFormat::kQwen3RerankerChat) {
     const size_t fixed = prefix_ids_.size() + suffix_ids_.size();
     if (fixed >= max_len) {
-      return ApiError::FromStatus(
-          Status::Internal("the model's maximum length does not hold Qwen3-Reranker's template"));
+      return Status::Internal("the model's maximum length does not hold Qwen3-Reranker's template");
     }
     std::string middle = "<Instruct>: ";
     middle.append(request.instruction ? *request.instruction : kQwen3RerankerDefaultInstruction)
         .append("\n<Query>: ")
-        .append(request.query(i))
+        .append(query)
         .append("\n<Document>: ")
-        .append(request.documents[i]);
-    if (request.truncate.value_or(auto_truncate_)) options.max_length = max_len - fixed;
+        .append(document);
+    if (truncate) options.max_length = max_len - fixed;
     Encoding body;
-    if (Status st = tokenizer_->Encode(middle, options, &body); !st.ok()) {
-      return FromTokenizer(st, param);
-    }
-    const size_t n = fixed + body.ids.size();
-    if (n > max_len) return TooLong(param, n, max_seq_length_);
-    out->ids.reserve(n);
+    ORCHID_RETURN_IF_ERROR(tokenizer_->Encode(middle, options, &body));
+    out->ids.reserve(fixed + body.ids.size());
     out->ids = prefix_ids_;
     out->ids.insert(out->ids.end(), body.ids.begin(), body.ids.end());
     out->ids.insert(out->ids.end(), suffix_ids_.begin(), suffix_ids_.end());
-    return std::nullopt;  // one sequence: no token types
+    return Status::Ok();  // one sequence: no token types
   }
-  if (request.truncate.value_or(auto_truncate_)) options.max_length = max_len;
-  if (Status st = tokenizer_->EncodePair(request.query(i), request.documents[i], options, out);
-      !st.ok()) {
-    return FromTokenizer(st, param);
+  if (truncate) options.max_length = max_len;
+  return tokenizer_->EncodePair(query, document, options, out);
+}
+
+std::optional<ApiError> ScoreService::EncodePair(const ScoreRequest& request, size_t i,
+                                                 Encoding* out) const {
+  const std::string param = Param(request, i);
+  const bool qwen3 = backend_->model_info().pair_format == PairFormat::kQwen3RerankerChat;
+  const Status st = EncodeSequence(request, request.query(i), request.documents[i],
+                                   request.truncate.value_or(auto_truncate_), out);
+  if (!st.ok()) return FromEncoding(st, param);
+  if (!qwen3 && out->ids.empty()) return ApiError::InvalidRequest(param + " has no tokens", param);
+  if (out->ids.size() > size_t(max_seq_length_)) {
+    return TooLong(param, out->ids.size(), max_seq_length_);
   }
-  if (out->ids.empty()) return ApiError::InvalidRequest(param + " has no tokens", param);
-  if (out->ids.size() > max_len) return TooLong(param, out->ids.size(), max_seq_length_);
+  return std::nullopt;
+}
+
+std::optional<ApiError> ScoreService::EncodeChunks(const ScoreRequest& request, size_t i,
+                                                   size_t max_chunks, DocumentChunks* out) const {
+  const std::string param = Param(request, i);
+  const std::string_view document = request.documents[i];
+  const size_t max_len = size_t(max_seq_length_);
+  *out = DocumentChunks{};
+  Encoding whole;
+  if (Status st = EncodeSequence(request, request.query(i), document, false, &whole); !st.ok()) {
+    return FromEncoding(st, param);
+  }
+  if (!whole.ids.empty() && whole.ids.size() <= max_len) {  // fits: the document is its chunk
+    out->bytes.emplace_back(0, document.size());
+    out->encodings.push_back(std::move(whole));
+    return std::nullopt;
+  }
+  if (whole.ids.size() > max_len) {
+    EncodeOptions plain;
+    plain.add_special_tokens = false;
+    Encoding alone;
+    if (Status st = tokenizer_->Encode(document, plain, &alone); !st.ok()) {
+      return FromTokenizer(st, param);
+    }
+    // The room beside the query and the special tokens (or the chat template).
+    const size_t rest = whole.ids.size() - std::min(whole.ids.size(), alone.ids.size());
+    const size_t budget = max_len > rest ? max_len - rest : 0;
+    Encoding chunk;
+    Result<std::vector<TokenRange>> plan = PlanChunks(
+        document, alone.offsets, budget, max_chunks, [&](TokenRange range) -> Result<size_t> {
+          const auto [begin, end] = ChunkBytes(document, alone.offsets, range);
+          ORCHID_RETURN_IF_ERROR(EncodeSequence(
+              request, request.query(i), document.substr(begin, end - begin), false, &chunk));
+          if (chunk.ids.size() > max_len) return chunk.ids.size() - max_len;
+          out->bytes.emplace_back(begin, end);
+          out->encodings.push_back(std::move(chunk));
+          return size_t(0);
+        });
+    if (!plan.ok()) return FromEncoding(plan.status(), param);
+    if (!plan->empty()) return std::nullopt;
+    *out = DocumentChunks{};
+  }
+  // No tokens, or a query that leaves no room for a chunk: as without chunking.
+  Encoding encoding;
+  if (auto err = EncodePair(request, i, &encoding)) return err;
+  out->bytes.emplace_back(0, document.size());
+  out->encodings.push_back(std::move(encoding));
   return std::nullopt;
 }
 
@@ -204,6 +260,8 @@ void ScoreService::Score(ScoreRequest request, std::function<void(ScoreReply)> d
                                              "(use /predict for classifiers)",
                                          "model", "model_not_a_reranker"));
   }
+  const int64_t max_chunks = request.max_chunks_per_doc.value_or(max_chunks_per_doc_);
+  if (max_chunks > 0) return ScoreChunked(std::move(request), size_t(max_chunks), std::move(done));
   const size_t n = request.num_pairs();
   const bool raw = request.raw_scores || info.score_activation == ScoreActivation::kIdentity;
   auto shared = std::make_shared<ScoreRequest>(std::move(request));
@@ -221,6 +279,68 @@ void ScoreService::Score(ScoreRequest request, std::function<void(ScoreReply)> d
         for (size_t i = 0; i < n; ++i) {
           const float logit = m.row(int(i))[0];
           reply.scores[i] = raw ? logit : 1.0f / (1.0f + std::exp(-logit));
+        }
+        reply.tokens = tokens;
+        done(std::move(reply));
+      });
+}
+
+void ScoreService::ScoreChunked(ScoreRequest request, size_t max_chunks,
+                                std::function<void(ScoreReply)> done) {
+  const ModelInfo& info = backend_->model_info();
+  const size_t n = request.num_pairs();
+  const bool raw = request.raw_scores || info.score_activation == ScoreActivation::kIdentity;
+  auto shared = std::make_shared<ScoreRequest>(std::move(request));
+  auto chunks = std::make_shared<std::vector<DocumentChunks>>(n);
+  int64_t unused = 0;
+  if (auto err = RunSlices(
+          completions_, parallelism_, n, kMinPairsPerSlice,
+          [&](size_t begin, size_t end, int64_t*) -> std::optional<ApiError> {
+            for (size_t i = begin; i < end; ++i) {
+              if (auto e = EncodeChunks(*shared, i, max_chunks, &(*chunks)[i])) return e;
+            }
+            return std::nullopt;
+          },
+          &unused)) {
+    ScoreReply reply;
+    reply.error = std::move(*err);
+    return done(std::move(reply));
+  }
+  // Sequence j of the job is chunk j - first[i] of pair i, for first[i] <= j < first[i + 1].
+  auto first = std::make_shared<std::vector<size_t>>(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) (*first)[i + 1] = (*first)[i] + (*chunks)[i].encodings.size();
+  Run(
+      first->back(),
+      [chunks, first](size_t j, Encoding* e) -> std::optional<ApiError> {
+        const size_t i =
+            size_t(std::upper_bound(first->begin(), first->end(), j) - first->begin()) - 1;
+        *e = std::move((*chunks)[i].encodings[j - (*first)[i]]);
+        return std::nullopt;
+      },
+      shared->scheduling,
+      [shared, chunks, first, done = std::move(done), raw, n](std::optional<ApiError> error,
+                                                              Embeddings m, int64_t tokens) {
+        ScoreReply reply;
+        if (error) {
+          reply.error = std::move(error);
+          return done(std::move(reply));
+        }
+        reply.scores.resize(n);
+        reply.chunks.resize(n);
+        for (size_t i = 0; i < n; ++i) {
+          size_t best = (*first)[i];
+          for (size_t j = best + 1; j < (*first)[i + 1]; ++j) {
+            if (m.row(int(j))[0] > m.row(int(best))[0]) best = j;
+          }
+          const float logit = m.row(int(best))[0];
+          reply.scores[i] = raw ? logit : 1.0f / (1.0f + std::exp(-logit));
+          const std::string_view document = shared->documents[i];
+          const auto [begin, end] = (*chunks)[i].bytes[best - (*first)[i]];
+          ChunkHit& hit = reply.chunks[i];
+          hit.index = int64_t(best - (*first)[i]);
+          hit.start = int64_t(CodePointOffset(document, begin));
+          hit.end = hit.start + int64_t(CodePointOffset(document.substr(begin), end - begin));
+          hit.count = int64_t((*first)[i + 1] - (*first)[i]);
         }
         reply.tokens = tokens;
         done(std::move(reply));

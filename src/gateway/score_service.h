@@ -12,6 +12,12 @@
 //                       special tokens); truncation cuts only the middle part, so the chat
 //                       template around it survives.
 //
+// Long documents (ScoreRequest::max_chunks_per_doc, or set_max_chunks_per_doc): a pair over the
+// window is scored as up to that many (query, chunk) pairs, the chunks of document_chunks.h, each
+// encoded as the chunk's text sent as a document of its own would be; the document's score is
+// its best chunk's. A pair that fits is scored as without chunking; one whose query leaves no
+// room for a chunk is cut or refused as without chunking.
+//
 // Scores: sigmoid(logit) (or the logit itself for ScoreActivation::kIdentity models), the raw
 // logit when the request asks for raw_scores. Predict() classifies texts or pairs with every
 // label of a sequence-classification model (TEI's /predict).
@@ -24,6 +30,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gateway/api_error.h"
@@ -37,6 +45,7 @@ namespace orchid {
 struct ScoreReply {
   std::optional<ApiError> error;  // set → nothing else is
   std::vector<float> scores;      // one per pair, in request order
+  std::vector<ChunkHit> chunks;   // one per pair when the request was chunked, else empty
   int64_t tokens = 0;             // tokens fed to the model, special tokens included
 };
 
@@ -67,6 +76,9 @@ class ScoreService {
   const std::string& model_name() const { return model_name_; }
   // --auto-truncate: requests that do not say `truncate` get it. Call before the first request.
   void set_auto_truncate(bool on) { auto_truncate_ = on; }
+  // --max-chunks-per-doc: what requests that do not say max_chunks_per_doc get (0: no chunking).
+  // Call before the first request.
+  void set_max_chunks_per_doc(int64_t n) { max_chunks_per_doc_ = n; }
   // False for embedding models: every request is then refused with a 400 naming the model.
   bool is_scorer() const;
 
@@ -85,12 +97,26 @@ class ScoreService {
   // error (its param names the document, e.g. `texts[3]`). Exposed for tests.
   std::optional<ApiError> EncodePair(const ScoreRequest& request, size_t i, Encoding* out) const;
 
+  // Pair i as the sequences chunked scoring feeds the model: one per chunk of its document (the
+  // document itself when the pair fits), with each chunk's bytes [begin, end) in the document.
+  struct DocumentChunks {
+    std::vector<Encoding> encodings;
+    std::vector<std::pair<size_t, size_t>> bytes;
+  };
+  std::optional<ApiError> EncodeChunks(const ScoreRequest& request, size_t i, size_t max_chunks,
+                                       DocumentChunks* out) const;
+
  private:
   // Pairs are up to a model's whole input (hundreds of tokens): a few make a slice worth it.
   static constexpr size_t kMinPairsPerSlice = 4;
   using EncodeFn = std::function<std::optional<ApiError>(size_t i, Encoding* out)>;
   using RowsDone =
       std::function<void(std::optional<ApiError> error, Embeddings logits, int64_t tokens)>;
+  // (query, document) as the model's input sequence (its pair format), cut to the window when
+  // `truncate`; no length check.
+  Status EncodeSequence(const ScoreRequest& request, std::string_view query,
+                        std::string_view document, bool truncate, Encoding* out) const;
+  void ScoreChunked(ScoreRequest request, size_t max_chunks, std::function<void(ScoreReply)> done);
   // Predict's input i as the model sees it, or the error (its param names inputs[i]).
   std::optional<ApiError> EncodeInput(const PredictRequest& request, size_t i, Encoding* out) const;
   // Encodes inputs [0, n) with `encode` (in up to parallelism_ slices), runs them through the
@@ -104,6 +130,7 @@ class ScoreService {
   int parallelism_ = 1;
   int max_seq_length_ = 0;
   bool auto_truncate_ = false;
+  int64_t max_chunks_per_doc_ = 0;
   // Qwen3-Reranker: the template's fixed token ids (empty for other formats).
   std::vector<int32_t> prefix_ids_;
   std::vector<int32_t> suffix_ids_;

@@ -78,6 +78,20 @@ def test_serve_conforms_to_its_openapi_document(model, tmp_path):
         assert server.stop() == 0, server.log_text()
 
 
+def test_chunking_reranker_conforms_to_its_openapi_document(tmp_path):
+    """A cross-encoder with a 24-token window served with --max-chunks-per-doc: the rerank
+    routes' chunk fields against a server that chunks. (Generated documents are mostly short:
+    test_chunked_rerank.py checks replies with `chunk` against the document.)"""
+    d = REPO / "models" / "conformance" / "st6.3-tf5.25" / "distilbert-ce-sigmoid"
+    if not (d / "config.json").exists():
+        pytest.skip(f"{d} is missing (run `make fixtures`)")
+    server = OrchidServer("--max-chunks-per-doc", "4", model=d)
+    try:
+        run_schemathesis(server.url, tmp_path)
+    finally:
+        assert server.stop() == 0, server.log_text()
+
+
 def test_gateway_conforms_to_its_openapi_document(tmp_path):
     # Port 0: the worker picks a free port and logs it (no race with other processes).
     worker = OrchidProcess(

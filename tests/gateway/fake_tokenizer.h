@@ -1,12 +1,14 @@
-// FakeTokenizer: splits on spaces; word → 3 + (FNV-1a hash % 900); adds [CLS]=1 … [SEP]=2.
-// Pairs: [CLS] a [SEP] b [SEP], type ids 0 up to the first [SEP], 1 after; truncation
-// longest_first (one word at a time from the longer side, on options.side).
+// FakeTokenizer: splits on spaces; word → 3 + (FNV-1a hash % 900), its offsets the word's bytes
+// in its text; adds [CLS]=1 … [SEP]=2 (offsets (0, 0)). Pairs: [CLS] a [SEP] b [SEP], type ids 0
+// up to the first [SEP], 1 after; truncation longest_first (one word at a time from the longer
+// side, on options.side).
 // Rejects text containing the byte 0xFF as invalid UTF-8, like the real tokenizer would.
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tokenizer/tokenizer.h"
@@ -21,40 +23,54 @@ class FakeTokenizer : public Tokenizer {
     return 3 + int32_t(h % 900);
   }
 
-  static std::vector<int32_t> Words(std::string_view text) {
-    std::vector<int32_t> ids;
+  struct Word {
+    int32_t id;
+    std::pair<uint32_t, uint32_t> bytes;
+  };
+  static std::vector<Word> Words(std::string_view text) {
+    std::vector<Word> words;
     size_t i = 0;
     while (i < text.size()) {
       while (i < text.size() && text[i] == ' ') ++i;
       size_t j = i;
       while (j < text.size() && text[j] != ' ') ++j;
-      if (j > i) ids.push_back(WordId(text.substr(i, j - i)));
+      if (j > i) words.push_back({WordId(text.substr(i, j - i)), {uint32_t(i), uint32_t(j)}});
       i = j;
     }
-    return ids;
+    return words;
   }
 
-  static void Cut(std::vector<int32_t>* ids, size_t keep, TruncationSide side) {
-    if (ids->size() <= keep) return;
+  static void Cut(std::vector<Word>* words, size_t keep, TruncationSide side) {
+    if (words->size() <= keep) return;
     if (side == TruncationSide::kLeft) {
-      ids->erase(ids->begin(), ids->end() - std::ptrdiff_t(keep));
+      words->erase(words->begin(), words->end() - std::ptrdiff_t(keep));
     } else {
-      ids->resize(keep);
+      words->resize(keep);
     }
+  }
+
+  static void Append(const std::vector<Word>& words, Encoding* out) {
+    for (const Word& w : words) {
+      out->ids.push_back(w.id);
+      out->offsets.push_back(w.bytes);
+    }
+  }
+  static void AppendSpecial(int32_t id, Encoding* out) {
+    out->ids.push_back(id);
+    out->offsets.emplace_back(0, 0);
   }
 
   Status Encode(std::string_view text, const EncodeOptions& options, Encoding* out) const override {
     if (text.find('\xff') != std::string_view::npos)
       return Status::InvalidArgument("invalid UTF-8");
     out->clear();
-    std::vector<int32_t> words = Words(text);
+    std::vector<Word> words = Words(text);
     const size_t specials = options.add_special_tokens ? 2 : 0;
     if (options.max_length > specials) Cut(&words, options.max_length - specials, options.side);
-    if (options.add_special_tokens) out->ids.push_back(1);
-    out->ids.insert(out->ids.end(), words.begin(), words.end());
-    if (options.add_special_tokens) out->ids.push_back(2);
+    if (options.add_special_tokens) AppendSpecial(1, out);
+    Append(words, out);
+    if (options.add_special_tokens) AppendSpecial(2, out);
     out->type_ids.assign(out->ids.size(), 0);
-    out->offsets.assign(out->ids.size(), {0, 0});
     return Status::Ok();
   }
 
@@ -63,21 +79,20 @@ class FakeTokenizer : public Tokenizer {
     if (a.find('\xff') != std::string_view::npos || b.find('\xff') != std::string_view::npos)
       return Status::InvalidArgument("invalid UTF-8");
     out->clear();
-    std::vector<int32_t> wa = Words(a), wb = Words(b);
+    std::vector<Word> wa = Words(a), wb = Words(b);
     if (options.max_length > 3) {
       while (wa.size() + wb.size() + 3 > options.max_length) {
-        std::vector<int32_t>* longer = wa.size() > wb.size() ? &wa : &wb;
+        std::vector<Word>* longer = wa.size() > wb.size() ? &wa : &wb;
         Cut(longer, longer->size() - 1, options.side);
       }
     }
-    out->ids.push_back(1);
-    out->ids.insert(out->ids.end(), wa.begin(), wa.end());
-    out->ids.push_back(2);
+    AppendSpecial(1, out);
+    Append(wa, out);
+    AppendSpecial(2, out);
     out->type_ids.assign(out->ids.size(), 0);
-    out->ids.insert(out->ids.end(), wb.begin(), wb.end());
-    out->ids.push_back(2);
+    Append(wb, out);
+    AppendSpecial(2, out);
     out->type_ids.resize(out->ids.size(), 1);
-    out->offsets.assign(out->ids.size(), {0, 0});
     return Status::Ok();
   }
   int32_t vocab_size() const override { return 1000; }

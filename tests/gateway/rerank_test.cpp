@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <cmath>
@@ -216,6 +217,147 @@ TEST_F(RerankTest, BadRequestsAreRefusedWithTheField) {
   for (size_t i = 0; i <= kMaxScorePairs; ++i) many.append(i ? ",\"a\"" : "\"a\"");
   many.append("]}");
   EXPECT_EQ(Post("/rerank", many).status, 413);
+}
+
+// Long documents (max_chunks_per_doc). The window is 10 tokens: beside [CLS] q [SEP] … [SEP]
+// a chunk holds 6 words, and chunks overlap by 6 / 4 = 1 word.
+std::string NumberedWords(const char* stem, int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s.append(i ? " " : "").append(stem).append(std::to_string(i));
+  return s;
+}
+
+TEST_F(RerankTest, ALongDocumentScoresAsItsBestChunkSentAlone) {
+  const std::string doc = NumberedWords("w", 14);  // w0 … w13
+  HttpResponse r = Post("/v1/rerank", R"({"model":"rerank-model","query":"q","documents":[")" +
+                                          doc + R"(","a b"],"max_chunks_per_doc":5,
+      "return_chunks":true,"raw_scores":true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  simdjson::dom::parser own;  // parser_ parses the replies below
+  simdjson::dom::element reply = own.parse(r.body);
+  std::map<int64_t, simdjson::dom::element> results;
+  for (simdjson::dom::element item : simdjson::dom::array(reply["results"])) {
+    results[int64_t(item["index"])] = item;
+  }
+  // The chunks: w0-w5, w5-w10, w10-w13; each sent alone as a document.
+  const auto alone = Scores(
+      Post("/v1/rerank", R"({"model":"rerank-model","query":"q","raw_scores":true,"documents":
+          ["w0 w1 w2 w3 w4 w5","w5 w6 w7 w8 w9 w10","w10 w11 w12 w13"]})"),
+      "/v1/rerank");
+  ASSERT_EQ(alone.size(), 3u);
+  const double best = std::max({alone.at(0), alone.at(1), alone.at(2)});
+  EXPECT_EQ(double(results.at(0)["relevance_score"]), best);
+  EXPECT_NEAR(best, PairLogit(6), 1e-5);
+  simdjson::dom::element chunk = results.at(0)["chunk"];
+  EXPECT_EQ(int64_t(chunk["index"]), 0);  // the first of the two 6-word chunks
+  EXPECT_EQ(int64_t(chunk["start"]), 0);
+  EXPECT_EQ(int64_t(chunk["end"]), 17);  // "w0 w1 w2 w3 w4 w5"
+  EXPECT_EQ(int64_t(chunk["count"]), 3);
+  // A document that fits is its own only chunk, scored as without chunking.
+  EXPECT_NEAR(double(results.at(1)["relevance_score"]), PairLogit(2), 1e-5);
+  chunk = results.at(1)["chunk"];
+  EXPECT_EQ(int64_t(chunk["index"]), 0);
+  EXPECT_EQ(int64_t(chunk["end"]), 3);
+  EXPECT_EQ(int64_t(chunk["count"]), 1);
+  // Usage counts every chunk: 10 + 10 + 8 tokens, and 6 for "a b".
+  EXPECT_EQ(int64_t(reply["usage"]["total_tokens"]), 34);
+  // Only the first N chunks.
+  r = Post("/rerank", R"({"model":"rerank-model","query":"q","texts":[")" + doc +
+                          R"("],"max_chunks_per_doc":2,"return_chunks":true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(int64_t(parser_.parse(r.body).at(0)["chunk"]["count"]), 2);
+  // Without return_chunks there is no chunk.
+  r = Post("/v1/rerank", R"({"model":"rerank-model","query":"q","documents":[")" + doc +
+                             R"("],"max_chunks_per_doc":5})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(parser_.parse(r.body)["results"].at(0)["chunk"].error());
+}
+
+TEST_F(RerankTest, ChunkSpansAreInCodePoints) {
+  // "é0 é1 …": 3 bytes and 2 code points a word, then a space.
+  const std::string doc = NumberedWords("\xC3\xA9", 9);
+  HttpResponse r = Post("/rerank", R"({"model":"rerank-model","query":"q","texts":[")" + doc +
+                                       R"("],"max_chunks_per_doc":3,"return_chunks":true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  simdjson::dom::element chunk = parser_.parse(r.body).at(0)["chunk"];
+  // Chunks é0-é5 and é5-é8; the first (longer) one wins: 6 words of 2 code points, 5 spaces.
+  EXPECT_EQ(int64_t(chunk["index"]), 0);
+  EXPECT_EQ(int64_t(chunk["start"]), 0);
+  EXPECT_EQ(int64_t(chunk["end"]), 17);
+  EXPECT_EQ(int64_t(chunk["count"]), 2);
+}
+
+TEST_F(RerankTest, TheServersMaxChunksPerDocAppliesToRerankRoutesOnly) {
+  reranker_.set_max_chunks_per_doc(2);
+  const std::string doc = NumberedWords("w", 14);
+  for (const char* route : {"/rerank", "/v1/rerank"}) {
+    const std::string field = std::string_view(route) == "/rerank" ? "texts" : "documents";
+    HttpResponse r = Post(route, R"({"model":"rerank-model","query":"q","return_chunks":true,")" +
+                                     field + R"(":[")" + doc + R"("]})");
+    ASSERT_EQ(r.status, 200) << route << " " << r.body;
+    simdjson::dom::element first = std::string_view(route) == "/rerank"
+                                       ? parser_.parse(r.body).at(0)
+                                       : parser_.parse(r.body)["results"].at(0);
+    EXPECT_EQ(int64_t(first["chunk"]["count"]), 2) << route;
+    // The request's own value wins.
+    r = Post(route, R"({"model":"rerank-model","query":"q","return_chunks":true,)"
+                    R"("max_chunks_per_doc":1,")" +
+                        field + R"(":[")" + doc + R"("]})");
+    ASSERT_EQ(r.status, 200) << r.body;
+    first = std::string_view(route) == "/rerank" ? parser_.parse(r.body).at(0)
+                                                 : parser_.parse(r.body)["results"].at(0);
+    EXPECT_EQ(int64_t(first["chunk"]["count"]), 1) << route;
+  }
+  // vLLM's /v1/score still refuses the over-long pair (it cuts only when asked).
+  HttpResponse r =
+      Post("/v1/score", R"({"model":"rerank-model","text_1":"q","text_2":[")" + doc + R"("]})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(std::string_view(parser_.parse(r.body)["error"]["code"]), "context_length_exceeded");
+}
+
+TEST_F(RerankTest, AQueryThatFillsTheWindowIsCutAsWithoutChunks) {
+  // A 7-word query leaves no room beside [CLS] [SEP] [SEP] in 10 tokens for a chunk.
+  const std::string query = NumberedWords("q", 7), doc = NumberedWords("w", 14);
+  const std::string body = R"({"model":"rerank-model","query":")" + query +
+                           R"(","raw_scores":true,"documents":[")" + doc + R"("])";
+  HttpResponse chunked = Post("/v1/rerank", body + R"(,"max_chunks_per_doc":3})");
+  HttpResponse cut = Post("/v1/rerank", body + "}");
+  ASSERT_EQ(chunked.status, 200) << chunked.body;
+  ASSERT_EQ(cut.status, 200) << cut.body;
+  EXPECT_EQ(double(parser_.parse(chunked.body)["results"].at(0)["relevance_score"]),
+            double(parser_.parse(cut.body)["results"].at(0)["relevance_score"]));
+  // Refused as without chunking when truncation is off.
+  chunked = Post("/v1/rerank", body + R"(,"max_chunks_per_doc":3,"truncate":false})");
+  EXPECT_EQ(chunked.status, 400) << chunked.body;
+  EXPECT_EQ(std::string_view(parser_.parse(chunked.body)["error"]["code"]),
+            "context_length_exceeded");
+}
+
+TEST_F(RerankTest, BadChunkFieldsAreRefusedWithTheField) {
+  for (const char* route : {"/rerank", "/v1/rerank", "/v2/rerank"}) {
+    const std::string docs =
+        std::string_view(route) == "/rerank" ? R"("texts":["a"])" : R"("documents":["a"])";
+    for (const char* value : {"0", "-1", "1.5", "\"2\"", "true", "[1]"}) {
+      HttpResponse r = Post(route, R"({"model":"rerank-model","query":"q",)" + docs +
+                                       R"(,"max_chunks_per_doc":)" + value + "}");
+      EXPECT_EQ(r.status, 400) << route << " " << value << " → " << r.body;
+      EXPECT_NE(r.body.find("max_chunks_per_doc must be a positive integer"), std::string::npos)
+          << route << " " << r.body;
+    }
+    HttpResponse r =
+        Post(route, R"({"model":"rerank-model","query":"q",)" + docs + R"(,"return_chunks":1})");
+    EXPECT_EQ(r.status, 400) << route << " " << r.body;
+    EXPECT_NE(r.body.find("return_chunks"), std::string::npos) << r.body;
+    // return_chunks without chunking (no max_chunks_per_doc, none by default): no chunk.
+    r = Post(route, R"({"model":"rerank-model","query":"q",)" + docs + R"(,"return_chunks":true})");
+    EXPECT_EQ(r.status, 200) << route << " " << r.body;
+    EXPECT_EQ(r.body.find("chunk"), std::string::npos) << r.body;
+  }
+  // 2.0 is an integer, as JSON Schema counts them.
+  EXPECT_EQ(Post("/v1/rerank", R"({"model":"rerank-model","query":"q","documents":["a"],
+      "max_chunks_per_doc":2.0})")
+                .status,
+            200);
 }
 
 TEST_F(RerankTest, ModelsAreSelectedByNameAndTasksAreKeptApart) {
