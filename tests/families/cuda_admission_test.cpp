@@ -105,6 +105,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>> kRows = {
       "fixtures/mistral-sharded", "conformance/st6.3-tf5.25/llama-linear",
       "conformance/st6.3-tf5.25/qwen2-yarn", "conformance/st6.3-tf5.25/mistral-sliding"}},
     {"SPLADE", {"fixtures/splade-bert"}},
+    {"static embedding", {"fixtures/static-model2vec", "fixtures/static-st"}},
     {"cross-encoders",
      {"fixtures/bert-cross-encoder", "fixtures/bert-classifier", "fixtures/xlmr-cross-encoder",
       "fixtures/distilbert-cross-encoder", "fixtures/camembert-cross-encoder",
@@ -114,6 +115,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>> kRows = {
 
 TEST(CudaAdmissionTest, ReadmeSaysWhatTheCudaOpsServe) {
   if (!std::filesystem::exists(kRoot + "fixtures/nomic-embed/config.json") ||
+      !std::filesystem::exists(kRoot + "fixtures/static-st/modules.json") ||
       !std::filesystem::exists(kRoot + "conformance/st6.3-tf5.25/llama-linear/config.json")) {
     GTEST_SKIP() << "run `make fixtures`";
   }
