@@ -111,7 +111,8 @@ Result<TokenizerFacts> ReadTokenizerFacts(const std::string& path) {
   TokenizerFacts out;
   std::set<std::string_view> tokens;
   int64_t max_id = -1;
-  simdjson::dom::element model = f.root()["model"];
+  simdjson::dom::object model;
+  if (f.root()["model"].get(model)) return f.FieldError("model", "must be an object");
   simdjson::dom::object vocab;
   simdjson::dom::array pieces;
   if (!model["vocab"].get_object().get(vocab)) {
