@@ -212,6 +212,9 @@ Result<GatewayModel> FrontModel(std::string name, const Tokenizer* tokenizer, Em
   m.backend = backend;
   if (!dir.empty()) {
     ORCHID_ASSIGN_OR_RETURN(m.prompts, ReadEncodeConfig(dir));
+    ORCHID_ASSIGN_OR_RETURN(std::optional<StaticEmbeddingConfig> static_model,
+                            ReadStaticEmbedding(dir));
+    m.empty_text_is_zero = static_model.has_value();
   }
   m.default_prompt = flags.default_prompt;
   return m;
