@@ -38,9 +38,11 @@ real-models: venv
 # Small random-weight XLM-R / Qwen3 / cross-encoder checkpoints for the model-family tests
 # (numpy only; their expected outputs are committed in tests/fixtures/models/reference), and the
 # directories that sentence-transformers / transformers releases saved from them for the
-# conformance tests (tests/fixtures/conformance: committed configs, weights rebuilt and checked).
+# conformance tests (tests/fixtures/conformance: committed configs, weights rebuilt and checked);
+# the static embedding tables (tests/fixtures/static, expected outputs in its reference/).
 fixtures: model venv
 	@.venv/bin/python tests/fixtures/models/build.py models/fixtures
+	@.venv/bin/python tests/fixtures/static/build.py models/fixtures
 	@.venv/bin/python tests/fixtures/conformance/cases.py models/fixtures models/conformance
 
 # A fresh tree is configured without the unit tests (what `make serve` needs); `make build`

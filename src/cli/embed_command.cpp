@@ -36,10 +36,11 @@
 
 #include "cli/commands.h"
 #include "cli/serving.h"
+#include "description/registry.h"
+#include "description/static_embedding.h"
 #include "gateway/embed_backend.h"
 #include "gateway/embedding_service.h"
 #include "gateway/json_writer.h"
-#include "description/registry.h"
 #include "tokenizer/tokenizer.h"
 
 namespace orchid::cli {
@@ -285,6 +286,9 @@ int RunEmbed(EmbedOptions o) {
       tokenizer->get(), &backend, serving->model.name,
       [&pool](Task t) { boost::asio::post(pool, std::move(t)); }, nullptr, std::min(threads, 4));
   service.SetPrompts(std::move(*prompts), o.default_prompt);
+  // A static model (already loaded: its files are good) embeds a text without a token as zeros.
+  const auto static_model = ReadStaticEmbedding(o.model);
+  service.set_empty_text_is_zero(static_model.ok() && static_model->has_value());
 
   // Chunks in input order; each is filled by its callback and written once it is first.
   struct Chunk {

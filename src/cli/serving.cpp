@@ -11,6 +11,7 @@
 #include <chrono>
 #include <exception>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -25,6 +26,8 @@
 #endif
 #include "description/registry.h"
 #include "description/sentence_transformers.h"
+#include "description/static_embedding.h"
+#include "tokenizer/static_input.h"
 #include "worker/batch_calibration.h"
 
 namespace orchid::cli {
@@ -225,6 +228,9 @@ Result<GatewayModel> FrontModel(std::string name, const Tokenizer* tokenizer, Em
   m.backend = backend;
   if (!dir.empty()) {
     ORCHID_ASSIGN_OR_RETURN(m.prompts, ReadEncodeConfig(dir));
+    ORCHID_ASSIGN_OR_RETURN(std::optional<StaticEmbeddingConfig> static_model,
+                            ReadStaticEmbedding(dir));
+    m.empty_text_is_zero = static_model.has_value();
   }
   m.default_prompt = flags.default_prompt;
   return m;
@@ -233,12 +239,21 @@ Result<GatewayModel> FrontModel(std::string name, const Tokenizer* tokenizer, Em
 Result<std::unique_ptr<Tokenizer>> LoadModelTokenizer(const std::string& dir,
                                                       const std::string& path) {
   TokenizerOptions options;
+  std::optional<StaticEmbeddingConfig> static_model;
   if (!dir.empty()) {
     ORCHID_ASSIGN_OR_RETURN(SentenceTransformersConfig st, ReadSentenceTransformersConfig(dir));
     options.lowercase = st.present && st.do_lower_case;
     if (options.lowercase) spdlog::info("{}: texts are lowercased (do_lower_case)", dir);
+    ORCHID_ASSIGN_OR_RETURN(static_model, ReadStaticEmbedding(dir));
   }
-  return Tokenizer::FromFile(path.empty() ? TokenizerPath(dir) : path, options);
+  ORCHID_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer,
+                          Tokenizer::FromFile(path.empty() ? TokenizerPath(dir) : path, options));
+  if (!static_model) return tokenizer;
+  // A static model averages the ids its encode rules leave (description/static_embedding.h).
+  StaticInputRules rules;
+  rules.max_chars = static_model->max_chars;
+  rules.drop_token = static_model->drop_token;
+  return WithStaticInputRules(std::move(tokenizer), rules);
 }
 
 Result<ServingModel> LoadServingModel(const std::string& dir, const std::string& served_name,

@@ -228,4 +228,21 @@ Result<std::vector<int>> ReadLayerWindows(const JsonFile& f, int layers, int win
   return out;
 }
 
+std::optional<int32_t> TokenizerJsonId(simdjson::dom::element root, std::string_view token) {
+  simdjson::dom::array added;
+  if (!root["added_tokens"].get_array().get(added)) {
+    for (simdjson::dom::element t : added) {
+      std::string_view content;
+      int64_t id = 0;
+      if (!t["content"].get_string().get(content) && content == token &&
+          !t["id"].get_int64().get(id)) {
+        return int32_t(id);
+      }
+    }
+  }
+  int64_t id = 0;
+  if (!root["model"]["vocab"][token].get_int64().get(id)) return int32_t(id);
+  return std::nullopt;
+}
+
 }  // namespace orchid

@@ -57,6 +57,10 @@ class JsonFile {
 Status ReadClassifierLabels(const JsonFile& f, int* num_labels, std::vector<std::string>* names,
                             bool* multi_label);
 
+// The id `tokenizers`' token_to_id gives `token` in a parsed tokenizer.json (`root`): an added
+// token's id, else model.vocab[token]; nullopt when neither has it.
+std::optional<int32_t> TokenizerJsonId(simdjson::dom::element root, std::string_view token);
+
 // Per layer, `window` for a "sliding_attention" layer and 0 for a "full_attention" one, from
 // config.json's layer_types; without it, local(i) says whether layer i is a sliding one.
 Result<std::vector<int>> ReadLayerWindows(const JsonFile& f, int layers, int window,

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -107,23 +108,12 @@ Architecture Classify(const std::string& arch, const std::string& model_type) {
 // The id of `token` in tokenizer.json: an added token's id, else model.vocab[token].
 Result<int32_t> VocabId(const std::string& tokenizer_path, const std::string& token) {
   ORCHID_ASSIGN_OR_RETURN(JsonFile tok, JsonFile::Read(tokenizer_path));
-  simdjson::dom::array added;
-  if (!tok.root()["added_tokens"].get_array().get(added)) {
-    for (simdjson::dom::element t : added) {
-      std::string_view content;
-      int64_t id = 0;
-      if (!t["content"].get_string().get(content) && content == token &&
-          !t["id"].get_int64().get(id)) {
-        return int32_t(id);
-      }
-    }
-  }
-  int64_t id = 0;
-  if (tok.root()["model"]["vocab"][token].get_int64().get(id)) {
+  std::optional<int32_t> id = TokenizerJsonId(tok.root(), token);
+  if (!id) {
     return Status::Corrupt(tokenizer_path + ": the reranker needs the token \"" + token +
                            "\" and the vocabulary has none");
   }
-  return int32_t(id);
+  return *id;
 }
 
 Status CheckWordEmbeddingDimension(const ModelSpec& spec, const SentenceTransformersConfig& st) {
@@ -303,6 +293,37 @@ Status DescribeDeberta(const Architecture& kind, const SentenceTransformersConfi
   return Status::Ok();
 }
 
+// A static model: its table is the whole model (no positions: any length fits, up to the
+// encode rules' max_length).
+Status DescribeStatic(StaticEmbeddingConfig c, ModelSpec* spec) {
+  ORCHID_ASSIGN_OR_RETURN(SentenceTransformersConfig st, ReadSentenceTransformersConfig(spec->dir));
+  ModelInfo& info = spec->info;
+  spec->family = FamilyKind::kStatic;
+  info.architecture = c.model2vec ? "StaticModel" : "StaticEmbedding";
+  info.vocab_size = c.vocab_size;
+  info.type_vocab_size = 1;
+  info.hidden_size = c.dim;
+  constexpr int kNoLimit = 1 << 20;  // tokens: the table embeds a text of any length
+  info.max_position_embeddings = kNoLimit;
+  info.max_seq_length = c.max_length > 0 ? c.max_length : kNoLimit;
+  info.max_seq_length_source =
+      c.max_length > 0 ? c.max_length_source : "none (a static model embeds any length)";
+  info.default_pooling = Pooling::kMean;
+  info.default_normalize = c.model2vec ? c.normalize : st.normalize;
+  if (!st.dense.empty()) {
+    if (st.dense.front().in_features != c.dim) {
+      return Status::Corrupt(st.dense.front().dir + "/config.json: in_features (" +
+                             std::to_string(st.dense.front().in_features) +
+                             ") differs from the static table's width (" + std::to_string(c.dim) +
+                             ")");
+    }
+    spec->dense = st.dense;
+    info.embedding_dim = st.dense.back().out_features;
+  }
+  spec->static_embedding = std::move(c);
+  return Status::Ok();
+}
+
 }  // namespace
 
 const char* FamilyName(FamilyKind f) {
@@ -317,13 +338,19 @@ const char* FamilyName(FamilyKind f) {
       return "rotary encoder";
     case FamilyKind::kDeberta:
       return "DeBERTa-v2";
+    case FamilyKind::kStatic:
+      return "static embedding";
   }
   return "?";
 }
 
 const char* BackendName(BackendKind b) { return b == BackendKind::kCpu ? "cpu" : "cuda"; }
 
-std::string TokenizerPath(const std::string& dir) { return dir + "/tokenizer.json"; }
+std::string TokenizerPath(const std::string& dir) {
+  Result<std::optional<StaticEmbeddingConfig>> s = ReadStaticEmbedding(dir);
+  if (s.ok() && s->has_value()) return (*s)->dir + "/tokenizer.json";
+  return dir + "/tokenizer.json";
+}
 
 Result<ModelSpec> DescribeModel(const std::string& dir) {
   std::error_code ec;
@@ -333,6 +360,12 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
   ModelSpec spec;
   spec.dir = dir;
   spec.config_path = dir + "/config.json";
+  ORCHID_ASSIGN_OR_RETURN(std::optional<StaticEmbeddingConfig> static_model,
+                          ReadStaticEmbedding(dir));
+  if (static_model) {
+    ORCHID_RETURN_IF_ERROR(DescribeStatic(std::move(*static_model), &spec));
+    return spec;
+  }
   ORCHID_ASSIGN_OR_RETURN(JsonFile config, JsonFile::Read(spec.config_path));
   ORCHID_ASSIGN_OR_RETURN(std::string arch, ReadArchitecture(config));
   ORCHID_ASSIGN_OR_RETURN(std::string model_type, config.String("model_type", ""));
@@ -343,7 +376,8 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
         "\" is not supported (supported: BERT, RoBERTa, XLM-RoBERTa, CamemBERT, DistilBERT and "
         "MPNet encoders and their *ForSequenceClassification cross-encoders; ModernBERT "
         "encoders and cross-encoders; NomicBERT encoders; GTE (\"new\") encoders and "
-        "rerankers; DeBERTa-v2/v3 encoders and classifiers; Qwen3, Qwen2, Mistral, Llama and Gemma 3 decoders; "
+        "rerankers; DeBERTa-v2/v3 encoders and classifiers; Qwen3, Qwen2, Mistral, Llama and "
+        "Gemma 3 decoders; static embeddings (model2vec, sentence-transformers StaticEmbedding); "
         "Qwen3-Reranker)");
   }
   ORCHID_ASSIGN_OR_RETURN(SentenceTransformersConfig st, ReadSentenceTransformersConfig(dir));
@@ -406,6 +440,11 @@ Status CheckBackend(const ModelSpec& spec, BackendKind backend) {
     return Status::Unimplemented(spec.dir + " (" + spec.info.architecture +
                                  "): the cuda backend cannot serve it: " + why);
   };
+  if (spec.family == FamilyKind::kStatic) {
+    return refuse(
+        "a static embedding model is a table lookup and a mean, served by the cpu backend "
+        "(--device cpu)");
+  }
   const Pooling pooling = spec.info.default_pooling;
   if (pooling == Pooling::kMax || pooling == Pooling::kMeanSqrtLen ||
       pooling == Pooling::kWeightedMean) {

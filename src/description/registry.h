@@ -15,6 +15,7 @@
 #include "description/modernbert_config.h"
 #include "description/rope_encoder_config.h"
 #include "description/sentence_transformers.h"
+#include "description/static_embedding.h"
 
 namespace orchid {
 
@@ -22,11 +23,13 @@ namespace orchid {
 enum class FamilyKind : uint8_t {
   kBert,  // post-LN encoders with absolute positions and exact GELU: BERT, RoBERTa, XLM-RoBERTa,
           // CamemBERT, DistilBERT, MPNet
-  kModernBert,  // ModernBERT encoders (pre-LN, rotary, global / sliding-window layers, GeGLU)
+  kModernBert,   // ModernBERT encoders (pre-LN, rotary, global / sliding-window layers, GeGLU)
   kRopeEncoder,  // post-LN encoders with rotary positions and a gated MLP: NomicBERT, GTE ("new")
   kDeberta,      // DeBERTa-v2 / v3: post-LN, disentangled relative-position attention
-  kDecoder,     // Llama-style decoders (Qwen3, Qwen2, Mistral, Llama), causal or bidirectional
-                // (pre-RMSNorm, RoPE, grouped-query attention, SwiGLU)
+  kDecoder,      // Llama-style decoders (Qwen3, Qwen2, Mistral, Llama), causal or bidirectional
+                 // (pre-RMSNorm, RoPE, grouped-query attention, SwiGLU)
+  kStatic,       // static embeddings: a token table and a mean, no transformer (model2vec,
+                 // sentence-transformers' StaticEmbedding; description/static_embedding.h)
 };
 const char* FamilyName(FamilyKind f);
 
@@ -57,6 +60,7 @@ struct ModelSpec {
   ModernBertConfig modernbert;
   RopeEncoderConfig rope_encoder;
   DebertaConfig deberta;
+  StaticEmbeddingConfig static_embedding;
   // sentence-transformers Dense modules after pooling (embedders), in order.
   std::vector<DenseModule> dense;
   // kSpladeMlm: log1p applications after the max (SentenceTransformersConfig::splade_log1p).
@@ -76,7 +80,7 @@ Result<ModelSpec> DescribeModel(const std::string& dir);
 // asked while the engine loads and plans the model, before any batch. Engines call this first.
 Status CheckBackend(const ModelSpec& spec, BackendKind backend);
 
-// DIR/tokenizer.json.
+// DIR/tokenizer.json, or a static model's: in its StaticEmbedding module's folder.
 std::string TokenizerPath(const std::string& dir);
 
 }  // namespace orchid

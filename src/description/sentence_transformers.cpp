@@ -289,6 +289,14 @@ Result<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::str
       transformer_path = std::string(path);
       continue;
     }
+    // A static model's table and mean in one module (description/static_embedding.h reads it):
+    // it pools, so Dense and Normalize may follow it.
+    if (EndsWith(type, ".StaticEmbedding")) {
+      if (have_pooling) return Status::Corrupt(where + ": a StaticEmbedding after pooling");
+      have_pooling = true;
+      c.pooling = Pooling::kMean;
+      continue;
+    }
     if (EndsWith(type, ".SpladePooling")) {
       if (have_pooling) return Status::Corrupt(where + ": a second pooling module");
       have_pooling = true;

@@ -15,6 +15,7 @@ Result<WeightReader> FamilyWeights(const Checkpoint& file, const std::string& an
 }
 
 Result<std::unique_ptr<Family>> LoadFamily(const ModelSpec& spec, ops::Backend& backend) {
+  if (spec.family == FamilyKind::kStatic) return LoadStaticEmbedding(spec, backend);
   ORCHID_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> file, Checkpoint::Open(spec.dir));
   switch (spec.family) {
     case FamilyKind::kBert:
@@ -27,6 +28,8 @@ Result<std::unique_ptr<Family>> LoadFamily(const ModelSpec& spec, ops::Backend& 
       return LoadRopeEncoder(spec, *file, backend);
     case FamilyKind::kDeberta:
       return LoadDeberta(spec, *file, backend);
+    case FamilyKind::kStatic:
+      break;
   }
   return Status::Internal("unknown family");
 }

@@ -22,6 +22,19 @@ ApiError TooLong(size_t i, size_t n, int max, bool requested) {
       InputParam(i), "context_length_exceeded");
 }
 
+// `rows` (one per input of `inputs`, in order) spread over num_inputs rows, the others zero.
+Embeddings WithZeroRows(const Embeddings& rows, const std::vector<size_t>& inputs,
+                        size_t num_inputs, int dim) {
+  Embeddings out;
+  out.rows = int(num_inputs);
+  out.dim = dim;
+  out.data.assign(num_inputs * size_t(dim), 0.0f);
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    std::copy_n(rows.row(int(j)), dim, out.data.begin() + std::ptrdiff_t(inputs[j] * size_t(dim)));
+  }
+  return out;
+}
+
 }  // namespace
 
 EmbeddingService::EmbeddingService(const Tokenizer* tokenizer, EmbedBackend* backend,
@@ -164,7 +177,7 @@ std::optional<ApiError> EmbeddingService::Tokenize(EmbeddingsRequest* request,
         if (e.http_status == 400) e.message = InputParam(i) + ": " + e.message;
         return e;
       }
-      if (encoding.ids.empty()) {
+      if (encoding.ids.empty() && !empty_text_is_zero_) {
         return ApiError::InvalidRequest(InputParam(i) + " has no tokens", InputParam(i));
       }
       if (encoding.ids.size() > max_len) {
@@ -229,18 +242,49 @@ void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(Embed
     job.scheduling.request_class = RequestClass::kQuery;
   }
   job.dimensions = request.dimensions ? dims : 0;
+  // Texts without a token (set_empty_text_is_zero): left out of the job, zero rows in the reply.
+  auto inputs = std::make_shared<std::vector<size_t>>();  // each sequence's input; empty: same
+  const size_t num_inputs = job.sequences.size();
+  if (empty_text_is_zero_ && std::any_of(job.sequences.begin(), job.sequences.end(),
+                                         [](const std::vector<int32_t>& s) { return s.empty(); })) {
+    size_t kept = 0;
+    for (size_t i = 0; i < num_inputs; ++i) {
+      if (job.sequences[i].empty()) continue;
+      inputs->push_back(i);
+      if (kept != i) job.sequences[kept] = std::move(job.sequences[i]);
+      ++kept;
+    }
+    job.sequences.resize(kept);
+  }
+  const bool per_token = request.per_token;
+  if (job.sequences.empty()) {
+    EmbeddingReply reply;
+    if (per_token) {  // no token rows; token_counts says so
+      reply.embeddings.dim = backend_->model_info().hidden_size;
+    } else {
+      reply.embeddings = WithZeroRows(Embeddings(), *inputs, num_inputs, dims);
+    }
+    reply.token_counts = std::move(token_counts);
+    return done(std::move(reply));
+  }
 
   // Shared so that the callback stays copyable (std::function) while owning `done`.
   auto shared_done = std::make_shared<std::function<void(EmbeddingReply)>>(std::move(done));
   // The backend may answer inline (refused at once) or from its own thread; either way the
   // reply is built on the completions executor.
   auto counts = std::make_shared<std::vector<int32_t>>(std::move(token_counts));
-  backend_->Embed(std::move(job), [this, shared_done, tokens, counts](Result<Embeddings> rows) {
+  backend_->Embed(std::move(job), [this, shared_done, tokens, counts, inputs, num_inputs,
+                                   per_token](Result<Embeddings> rows) {
     auto result = std::make_shared<Result<Embeddings>>(std::move(rows));
-    completions_([shared_done, result, tokens, counts] {
+    completions_([shared_done, result, tokens, counts, inputs, num_inputs, per_token] {
       EmbeddingReply reply;
       if (!result->ok()) {
         reply.error = ApiError::FromStatus(result->status());
+      } else if (!inputs->empty() && !per_token) {
+        // (Per-token rows need nothing: the inputs without a token own none in token_counts.)
+        reply.embeddings = WithZeroRows(result->value(), *inputs, num_inputs, result->value().dim);
+        reply.prompt_tokens = tokens;
+        reply.token_counts = std::move(*counts);
       } else {
         reply.embeddings = std::move(result->value());
         reply.prompt_tokens = tokens;

@@ -51,6 +51,11 @@ class EmbeddingService {
   // input is over the maximum). Call before the first Embed().
   void set_auto_truncate(bool on) { auto_truncate_ = on; }
   bool auto_truncate() const { return auto_truncate_; }
+  // Static embedding models (model2vec, sentence-transformers' StaticEmbedding): a text left
+  // with no token (empty, or unknown characters model2vec drops) embeds as a row of zeros, as
+  // those libraries answer, instead of a 400; the engine never sees it. Call before the first
+  // Embed().
+  void set_empty_text_is_zero(bool on) { empty_text_is_zero_ = on; }
 
   const std::string& model_name() const { return model_name_; }
   int dim() const { return dim_; }
@@ -95,6 +100,7 @@ class EmbeddingService {
   Pooling pooling_;
   bool normalize_;
   bool auto_truncate_ = false;
+  bool empty_text_is_zero_ = false;
 };
 
 }  // namespace orchid

@@ -39,6 +39,7 @@ struct Gateway::Impl {
           m.tokenizer, m.backend, m.name, completions, options.metrics, options.worker_threads));
       embed_services.back()->SetPrompts(m.prompts, m.default_prompt);
       embed_services.back()->set_auto_truncate(options.auto_truncate);
+      embed_services.back()->set_empty_text_is_zero(m.empty_text_is_zero);
       score_services.push_back(
           std::make_unique<ScoreService>(m.tokenizer, m.backend, m.name, completions,
                                          options.worker_threads));

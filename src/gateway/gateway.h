@@ -51,6 +51,9 @@ struct GatewayModel {
   EmbedBackend* backend = nullptr;
   EncodeConfig prompts;                       // the model's named prompts
   std::optional<std::string> default_prompt;  // --default-prompt
+  // A static embedding model: texts without a token embed as zeros
+  // (EmbeddingService::set_empty_text_is_zero).
+  bool empty_text_is_zero = false;
 };
 
 class Gateway {

@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -105,6 +106,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>> kRows = {
       "fixtures/mistral-sharded", "conformance/st6.3-tf5.25/llama-linear",
       "conformance/st6.3-tf5.25/qwen2-yarn", "conformance/st6.3-tf5.25/mistral-sliding"}},
     {"SPLADE", {"fixtures/splade-bert"}},
+    {"static embedding", {"fixtures/static-model2vec", "fixtures/static-st"}},
     {"cross-encoders",
      {"fixtures/bert-cross-encoder", "fixtures/bert-classifier", "fixtures/xlmr-cross-encoder",
       "fixtures/distilbert-cross-encoder", "fixtures/camembert-cross-encoder",
@@ -121,6 +123,12 @@ TEST(CudaAdmissionTest, ReadmeSaysWhatTheCudaOpsServe) {
   ASSERT_EQ(readme.size(), kRows.size()) << "README.md's model table has other rows";
   for (const auto& [row, dirs] : kRows) {
     SCOPED_TRACE(row);
+    ASSERT_EQ(readme.count(row), 1u) << "no README row";
+    if (!std::filesystem::exists(kRoot + dirs.front())) {
+      // Fixtures newer than the models/ tree (`make fixtures` builds them; unit-test runs it).
+      std::cout << "[ skipped  ] " << row << ": no " << kRoot + dirs.front() << "\n";
+      continue;
+    }
     int served = 0;
     std::string why;
     for (const std::string& dir : dirs) {
@@ -131,7 +139,6 @@ TEST(CudaAdmissionTest, ReadmeSaysWhatTheCudaOpsServe) {
       if (!st.ok()) why += "\n  " + dir + ": " + st.message();
     }
     const std::string want = served == int(dirs.size()) ? "yes" : served == 0 ? "no" : "partly";
-    ASSERT_EQ(readme.count(row), 1u) << "no README row";
     EXPECT_EQ(readme.at(row).substr(0, want.size()), want)
         << "README says \"" << readme.at(row) << "\"; the CUDA ops serve " << served << " of "
         << dirs.size() << why;

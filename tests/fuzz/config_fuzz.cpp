@@ -5,8 +5,10 @@
 // (ParseShardIndex: every shard it accepts is a plain file name, and every listed tensor names one
 // of them), and the files the sentence-transformers / transformers precedence reads
 // (tokenizer_config.json for ResolveMaxInputLength, config_sentence_transformers.json for
-// ReadEncodeConfig and ReadCrossEncoderActivation). The readers take paths, so each input is
-// written into a private temporary directory; they must return an error or a config, never crash.
+// ReadEncodeConfig and ReadCrossEncoderActivation), and a static model's config.json,
+// tokenizer.json, modules.json and table header (ReadStaticEmbedding). The readers take paths, so
+// each input is written into a private temporary directory; they must return an error or a config,
+// never crash.
 #include <unistd.h>
 
 #include <cstddef>
@@ -24,6 +26,7 @@
 #include "description/modernbert_config.h"
 #include "description/rope_encoder_config.h"
 #include "description/sentence_transformers.h"
+#include "description/static_embedding.h"
 
 namespace {
 
@@ -50,6 +53,22 @@ constexpr std::string_view kSpladeModules =
     R"(MLMTransformer"},{"idx":1,"name":"1","path":"1_Pooling","type":)"
     R"("sentence_transformers.sparse_encoder.models.SpladePooling"}])";
 constexpr std::string_view kMeanPooling = R"({"pooling_mode_mean_tokens":true})";
+// A valid model2vec directory's files: 2 tokens, a [2, 1] float32 table.
+constexpr std::string_view kStaticModules =
+    R"([{"idx":0,"name":"0","path":".","type":"sentence_transformers.models.StaticEmbedding"}])";
+constexpr std::string_view kStaticConfig = R"({"normalize":true,"max_length":8})";
+constexpr std::string_view kStaticTokenizer =
+    R"({"model":{"type":"WordPiece","unk_token":"[UNK]","vocab":{"[UNK]":0,"a":1}}})";
+constexpr std::string_view kStaticHeader =
+    R"({"embeddings":{"dtype":"F32","shape":[2,1],"data_offsets":[0,8]}})";
+
+std::string Safetensors(std::string_view header) {
+  std::string out;
+  for (int i = 0; i < 8; ++i) out.push_back(char(uint64_t(header.size()) >> (8 * i)));
+  out.append(header);
+  out.append(8, '\0');
+  return out;
+}
 
 }  // namespace
 
@@ -59,6 +78,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   g_dir = tmpl;
   std::filesystem::create_directory(g_dir + "/1_Pooling");
   std::filesystem::create_directory(g_dir + "/2_Dense");
+  std::filesystem::create_directory(g_dir + "/static");
   std::atexit([] { std::filesystem::remove_all(g_dir); });
   return 0;
 }
@@ -83,8 +103,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)orchid::ReadDecoderConfig(g_dir + "/config.json").ok();
   (void)orchid::ReadModernBertConfig(g_dir + "/config.json").ok();
   (void)orchid::ReadDebertaConfig(g_dir + "/config.json").ok();
-  for (auto variant : {orchid::RopeEncoderConfig::Variant::kNomic,
-                       orchid::RopeEncoderConfig::Variant::kGte}) {
+  for (auto variant :
+       {orchid::RopeEncoderConfig::Variant::kNomic, orchid::RopeEncoderConfig::Variant::kGte}) {
     (void)orchid::ReadRopeEncoderConfig(g_dir + "/config.json", variant).ok();
   }
 
@@ -124,5 +144,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)orchid::ReadEncodeConfig(g_dir).ok();
   (void)orchid::ReadCrossEncoderActivation(g_dir, 1).ok();
   Remove(g_dir + "/config_sentence_transformers.json");
+
+  // A static model: the bytes as each of its files in turn, the others valid; and as the
+  // table's safetensors header.
+  const std::string sdir = g_dir + "/static";
+  const std::string files[] = {"/modules.json", "/config.json", "/tokenizer.json"};
+  const std::string_view valid[] = {kStaticModules, kStaticConfig, kStaticTokenizer};
+  for (size_t f = 0; f < 3; ++f) {
+    for (size_t i = 0; i < 3; ++i) Write(sdir + files[i], i == f ? bytes : valid[i]);
+    Write(sdir + "/model.safetensors", Safetensors(kStaticHeader));
+    if (auto s = orchid::ReadStaticEmbedding(sdir); s.ok() && s->has_value()) {
+      if ((*s)->vocab_size != 2 || (*s)->dim != 1) std::abort();
+    }
+  }
+  for (size_t i = 0; i < 3; ++i) Write(sdir + files[i], valid[i]);
+  Write(sdir + "/model.safetensors", Safetensors(bytes));
+  (void)orchid::ReadStaticEmbedding(sdir).ok();
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gateway/fake_tokenizer.h"
+#include "tokenizer/static_input.h"
 #include "worker/fake_engine.h"
 
 namespace orchid {
@@ -61,6 +62,59 @@ TEST(EmbeddingServiceTest, ParallelTokenizationKeepsOrderAndFirstError) {
     ASSERT_TRUE(err.error);
     EXPECT_EQ(err.error->param, "input[70]");
   }
+  pool.join();
+}
+
+// Static models: texts without a token are zero rows in their places (others 400), per-token
+// output gives them no token rows, and a request of such texts only never reaches the engine.
+TEST(EmbeddingServiceTest, TextsWithoutTokensAreZeroRowsWhenAsked) {
+  FakeEngine engine(/*auto_complete=*/true, /*vocab_size=*/1000, /*max_seq_length=*/8);
+  TokenBudgetScheduler scheduler(&engine, TokenBudgetSchedulerOptions{4096, 1 << 20, 2});
+  LocalBackend backend(&scheduler);
+  // No special tokens: a text of spaces has no token.
+  std::unique_ptr<Tokenizer> tokenizer =
+      WithStaticInputRules(std::make_unique<FakeTokenizer>(), StaticInputRules{});
+  boost::asio::thread_pool pool(2);
+  EmbeddingService service(tokenizer.get(), &backend, "m",
+                           [&pool](Task t) { boost::asio::post(pool, std::move(t)); });
+  auto call = [&service](std::vector<std::string> texts, bool per_token = false) {
+    EmbeddingsRequest r;
+    r.texts = std::move(texts);
+    r.per_token = per_token;
+    std::promise<EmbeddingReply> p;
+    auto f = p.get_future();
+    service.Embed(std::move(r), [&p](EmbeddingReply reply) { p.set_value(std::move(reply)); });
+    return f.get();
+  };
+  EmbeddingReply refused = call({"a b", " "});
+  ASSERT_TRUE(refused.error);
+  EXPECT_EQ(refused.error->param, "input[1]");
+
+  service.set_empty_text_is_zero(true);
+  EmbeddingReply reply = call({" ", "a b", "  ", "c d e", " "});
+  ASSERT_FALSE(reply.error) << reply.error->message;
+  ASSERT_EQ(reply.embeddings.rows, 5);
+  EXPECT_EQ(reply.prompt_tokens, 5);
+  for (int i : {0, 2, 4}) {
+    for (int j = 0; j < reply.embeddings.dim; ++j) EXPECT_EQ(reply.embeddings.row(i)[j], 0.0f);
+  }
+  EXPECT_EQ(reply.embeddings.row(1)[1], 2.0f);  // FakeEngine: {first id, length, last id}
+  EXPECT_EQ(reply.embeddings.row(3)[1], 3.0f);
+
+  EmbeddingReply tokens = call({"a b", " ", "c d e"}, /*per_token=*/true);
+  ASSERT_FALSE(tokens.error) << tokens.error->message;
+  EXPECT_EQ(tokens.token_counts, (std::vector<int32_t>{2, 0, 3}));
+  // Per-token rows ({id, position, 7} in FakeEngine): the five tokens of the other two, in order.
+  ASSERT_EQ(tokens.embeddings.rows, 5);
+  EXPECT_EQ(tokens.embeddings.row(2)[1], 0.0f);  // "c": position 0 of the third input
+  EXPECT_EQ(tokens.embeddings.row(4)[1], 2.0f);
+
+  const size_t batches = engine.num_batches();
+  EmbeddingReply none = call({" ", "   "});
+  ASSERT_FALSE(none.error) << none.error->message;
+  EXPECT_EQ(none.embeddings.rows, 2);
+  EXPECT_EQ(none.embeddings.data, std::vector<float>(2 * size_t(none.embeddings.dim), 0.0f));
+  EXPECT_EQ(engine.num_batches(), batches);
   pool.join();
 }
 
