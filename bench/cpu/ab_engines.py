@@ -54,10 +54,14 @@ def main():
     rows = []
     shapes = [tuple(int(v) for v in x.split("x")) for x in args.shapes.split(",")]
     for name in args.models.split(","):
-        d = REPO / "models" / MINILM if name == MINILM else make_model(name, root)
+        # A model under models/ by its path (all-MiniLM-L6-v2, all-mpnet-base-v2,
+        # bench/qwen3-0.6b-causal-text), else one of families_vs_torch.py's random-weight models.
+        d = REPO / "models" / name
+        if not (d / "config.json").exists():
+            d = make_model(name, root)
         cases = [{"name": f"b{b}_l{n}", "seqs": rng.integers(1000, 30000, size=(b, n)).tolist()}
                  for b, n in shapes]
-        ids_path = root / f"{name}.ab.ids.jsonl"
+        ids_path = root / f"{name.replace('/', '-')}.ab.ids.jsonl"
         ids_path.write_text("".join(json.dumps(c) + "\n" for c in cases))
         for dt in args.dtypes.split(","):
             print(f"{name} {dt}: A and B alternating ...", file=sys.stderr, flush=True)
