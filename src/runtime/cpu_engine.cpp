@@ -331,6 +331,11 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptio
                         : WeightTypeName(options.linear_weights);
   auto model = std::make_unique<FamilyModel>(spec.info, std::move(backend), std::move(family));
   if (options.linear_weights == WeightType::kInt8) {
+    if (model->backend()->Int8InputRanges().empty()) {
+      return Status::InvalidArgument("--dtype int8: " + dir + " has no linear layer to quantize (" +
+                                     spec.info.architecture +
+                                     "): int8 would change nothing; serve it without --dtype int8");
+    }
     ORCHID_RETURN_IF_ERROR(QuantizeInt8(model.get(), dir, options.int8, options.num_threads));
   }
   return std::unique_ptr<Model>(std::move(model));
