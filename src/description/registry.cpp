@@ -303,6 +303,35 @@ Status DescribeDeberta(const Architecture& kind, const SentenceTransformersConfi
   return Status::Ok();
 }
 
+// PyLate ColBERT: per-token Dense modules (modules.json) and the query/document settings of
+// config_sentence_transformers.json. The projection is a head over the family's per-token
+// hidden states (spec.token_dense); the rest is the gateway's (tokens in, vectors out).
+Status DescribeLateInteraction(const std::string& dir, const SentenceTransformersConfig& st,
+                               ModelSpec* spec) {
+  ORCHID_ASSIGN_OR_RETURN(LateInteraction li, ReadLateInteractionConfig(dir));
+  if (st.token_dense.empty() && !li.enabled) return Status::Ok();
+  if (st.token_dense.empty() || !li.enabled) {
+    return Status::Corrupt(dir + (li.enabled ? ": a ColBERT (MaxSim) model needs a Dense "
+                                               "projection module after the Transformer"
+                                             : ": a Dense module without Pooling, but "
+                                               "config_sentence_transformers.json is not a "
+                                               "ColBERT's (similarity_fn_name \"MaxSim\")"));
+  }
+  if (spec->info.task != ModelTask::kEmbed || spec->info.causal || spec->info.sparse) {
+    return Status::InvalidArgument(dir + ": late interaction needs a bidirectional encoder");
+  }
+  if (st.token_dense.front().in_features != spec->info.hidden_size) {
+    return Status::Corrupt(st.token_dense.front().dir + "/config.json: in_features (" +
+                           std::to_string(st.token_dense.front().in_features) +
+                           ") differs from config.json hidden_size (" +
+                           std::to_string(spec->info.hidden_size) + ")");
+  }
+  spec->token_dense = st.token_dense;
+  spec->info.late_interaction = std::move(li);
+  spec->info.token_embedding_dim = st.token_dense.back().out_features;
+  return Status::Ok();
+}
+
 }  // namespace
 
 const char* FamilyName(FamilyKind f) {
@@ -380,6 +409,7 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
     spec.info.default_pooling = Pooling::kMax;
     spec.info.default_normalize = false;
   }
+  ORCHID_RETURN_IF_ERROR(DescribeLateInteraction(dir, st, &spec));
   if (!st.dense.empty()) {
     if (spec.info.task != ModelTask::kEmbed || spec.info.sparse) {
       return Status::Corrupt(dir + ": sentence-transformers Dense modules on a scorer");
@@ -406,6 +436,9 @@ Status CheckBackend(const ModelSpec& spec, BackendKind backend) {
     return Status::Unimplemented(spec.dir + " (" + spec.info.architecture +
                                  "): the cuda backend cannot serve it: " + why);
   };
+  if (spec.info.late_interaction.enabled) {
+    return refuse("late interaction (ColBERT) needs per-token output, which it does not serve");
+  }
   const Pooling pooling = spec.info.default_pooling;
   if (pooling == Pooling::kMax || pooling == Pooling::kMeanSqrtLen ||
       pooling == Pooling::kWeightedMean) {

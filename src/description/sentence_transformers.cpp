@@ -315,8 +315,23 @@ Result<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::str
       c.normalize = true;
       continue;
     }
+    if (EndsWith(type, ".Dense") && !have_pooling && !c.normalize) {
+      // PyLate: a projection of every token (no pooling module at all).
+      if (path.empty() || path.find("..") != std::string_view::npos || path.front() == '/') {
+        return Status::Corrupt(where + ": bad Dense \"path\" \"" + std::string(path) + "\"");
+      }
+      ORCHID_ASSIGN_OR_RETURN(DenseModule d, ReadDenseConfig(dir + "/" + std::string(path)));
+      if (d.tanh) return Status::Corrupt(d.dir + "/config.json: a per-token Dense with Tanh");
+      if (!c.token_dense.empty() && d.in_features != c.token_dense.back().out_features) {
+        return Status::Corrupt(d.dir + "/config.json: in_features (" +
+                               std::to_string(d.in_features) +
+                               ") differs from the width before it");
+      }
+      c.token_dense.push_back(std::move(d));
+      continue;
+    }
     if (EndsWith(type, ".Dense")) {
-      if (!have_pooling || c.normalize) {
+      if (!have_pooling || c.normalize || !c.token_dense.empty()) {
         return Status::Corrupt(where +
                                ": a Dense module must come after Pooling and before "
                                "Normalize");
@@ -349,6 +364,47 @@ Result<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::str
   ORCHID_RETURN_IF_ERROR(
       ReadTransformerConfig(transformer_path.empty() ? dir : dir + "/" + transformer_path, &c));
   return c;
+}
+
+Result<LateInteraction> ReadLateInteractionConfig(const std::string& dir) {
+  LateInteraction out;
+  Result<JsonFile> f = JsonFile::Read(dir + "/config_sentence_transformers.json");
+  if (!f.ok()) {
+    if (f.status().code() == StatusCode::kNotFound) return out;
+    return f.status();
+  }
+  ORCHID_ASSIGN_OR_RETURN(std::string similarity, f->String("similarity_fn_name", ""));
+  ORCHID_ASSIGN_OR_RETURN(std::string type, f->String("model_type", ""));
+  out.enabled = similarity == "MaxSim" || type == "ColBERT";
+  if (!out.enabled) return out;
+  ORCHID_ASSIGN_OR_RETURN(out.query_prefix, f->String("query_prefix", out.query_prefix));
+  ORCHID_ASSIGN_OR_RETURN(out.document_prefix, f->String("document_prefix", out.document_prefix));
+  ORCHID_ASSIGN_OR_RETURN(int64_t q, f->Int("query_length", out.query_length));
+  ORCHID_ASSIGN_OR_RETURN(int64_t d, f->Int("document_length", out.document_length));
+  if (q < 3 || q > (1 << 16)) return f->FieldError("query_length", "must be in [3, 65536]");
+  if (d < 3 || d > (1 << 16)) return f->FieldError("document_length", "must be in [3, 65536]");
+  out.query_length = int(q);
+  out.document_length = int(d);
+  ORCHID_ASSIGN_OR_RETURN(out.do_query_expansion, f->Bool("do_query_expansion", true));
+  ORCHID_ASSIGN_OR_RETURN(out.attend_to_expansion_tokens,
+                          f->Bool("attend_to_expansion_tokens", false));
+  if (!out.do_query_expansion) out.attend_to_expansion_tokens = false;  // as PyLate
+  if (f->Has("skiplist_words")) {
+    simdjson::dom::array words;
+    if (f->root()["skiplist_words"].get(words)) {
+      return f->FieldError("skiplist_words", "must be an array of strings");
+    }
+    for (simdjson::dom::element w : words) {
+      std::string_view s;
+      if (w.get(s)) return f->FieldError("skiplist_words", "must be an array of strings");
+      out.skiplist_words.emplace_back(s);
+    }
+  } else {
+    for (char c : std::string_view("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")) {  // string.punctuation
+      out.skiplist_words.emplace_back(1, c);
+    }
+  }
+  return out;
 }
 
 Result<EncodeConfig> ReadEncodeConfig(const std::string& dir) {

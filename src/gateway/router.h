@@ -132,6 +132,12 @@ class Router {
   void CohereRerank(std::string body, const Scheduling& client, const Reply& reply);
   enum class ScoreRoute { kTei, kRerank, kScore };
   void Score(ScoreRoute route, std::string body, const Scheduling& client, const Reply& reply);
+  // A late-interaction (ColBERT) model's rerank and score routes: MaxSim of each query's
+  // vectors (encoded as a query) against its document's (encoded as a document).
+  void LateInteractionScore(EmbeddingService& service, ScoreRoute route, ScoreRequest request,
+                            const Reply& reply);
+  // vLLM's POST /pooling with task "token_embed": every input's per-token vectors.
+  void Pooling(std::string body, const Scheduling& client, const Reply& reply);
   HttpResponse Models() const;
   HttpResponse Model(const std::string& id) const;  // GET /v1/models/{id}
   void WriteModel(const RoutedModel& m, JsonWriter* w) const;

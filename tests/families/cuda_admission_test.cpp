@@ -105,6 +105,8 @@ const std::vector<std::pair<std::string, std::vector<std::string>>> kRows = {
       "fixtures/mistral-sharded", "conformance/st6.3-tf5.25/llama-linear",
       "conformance/st6.3-tf5.25/qwen2-yarn", "conformance/st6.3-tf5.25/mistral-sliding"}},
     {"SPLADE", {"fixtures/splade-bert"}},
+    {"ColBERT (late interaction)",
+     {"fixtures/colbert-bert", "fixtures/colbert-modernbert", "fixtures/colbert-xlmr"}},
     {"cross-encoders",
      {"fixtures/bert-cross-encoder", "fixtures/bert-classifier", "fixtures/xlmr-cross-encoder",
       "fixtures/distilbert-cross-encoder", "fixtures/camembert-cross-encoder",
