@@ -58,6 +58,7 @@ struct LateInteraction {
   bool do_query_expansion = true;
   bool attend_to_expansion_tokens = false;
   std::vector<std::string> skiplist_words;
+  int dim = 0;  // Stanford ColBERT's artifact.metadata "dim" (the projection's width); 0: not given
 };
 
 struct ModelInfo {

@@ -46,7 +46,8 @@ Architecture Classify(const std::string& arch, const std::string& model_type) {
     return false;
   };
   if (is({"BertModel", "bert", "BertForMaskedLM", "BertForPreTraining", "DistilBertModel",
-          "distilbert", "DistilBertForMaskedLM", "MPNetModel", "mpnet", "MPNetForMaskedLM"})) {
+          "distilbert", "DistilBertForMaskedLM", "MPNetModel", "mpnet", "MPNetForMaskedLM",
+          "HF_ColBERT"})) {
     return {true, FamilyKind::kBert};
   }
   if (is({"BertForSequenceClassification", "DistilBertForSequenceClassification",
@@ -309,8 +310,20 @@ Status DescribeDeberta(const Architecture& kind, const SentenceTransformersConfi
 Status DescribeLateInteraction(const std::string& dir, const SentenceTransformersConfig& st,
                                ModelSpec* spec) {
   ORCHID_ASSIGN_OR_RETURN(LateInteraction li, ReadLateInteractionConfig(dir));
-  if (st.token_dense.empty() && !li.enabled) return Status::Ok();
-  if (st.token_dense.empty() || !li.enabled) {
+  SentenceTransformersConfig stanford;
+  if (spec->info.architecture == "HF_ColBERT" && st.token_dense.empty() && !li.enabled) {
+    // Stanford's layout: the projection is the checkpoint's own linear.weight.
+    ORCHID_ASSIGN_OR_RETURN(li, ReadStanfordColbertConfig(dir));
+    DenseModule projection;
+    projection.dir = dir;
+    projection.in_features = spec->info.hidden_size;
+    projection.out_features = li.dim;
+    projection.bias = false;
+    stanford.token_dense.push_back(projection);
+  }
+  const SentenceTransformersConfig& modules = stanford.token_dense.empty() ? st : stanford;
+  if (modules.token_dense.empty() && !li.enabled) return Status::Ok();
+  if (modules.token_dense.empty() || !li.enabled) {
     return Status::Corrupt(dir + (li.enabled ? ": a ColBERT (MaxSim) model needs a Dense "
                                                "projection module after the Transformer"
                                              : ": a Dense module without Pooling, but "
@@ -320,15 +333,15 @@ Status DescribeLateInteraction(const std::string& dir, const SentenceTransformer
   if (spec->info.task != ModelTask::kEmbed || spec->info.causal || spec->info.sparse) {
     return Status::InvalidArgument(dir + ": late interaction needs a bidirectional encoder");
   }
-  if (st.token_dense.front().in_features != spec->info.hidden_size) {
-    return Status::Corrupt(st.token_dense.front().dir + "/config.json: in_features (" +
-                           std::to_string(st.token_dense.front().in_features) +
+  if (modules.token_dense.front().in_features != spec->info.hidden_size) {
+    return Status::Corrupt(modules.token_dense.front().dir + "/config.json: in_features (" +
+                           std::to_string(modules.token_dense.front().in_features) +
                            ") differs from config.json hidden_size (" +
                            std::to_string(spec->info.hidden_size) + ")");
   }
-  spec->token_dense = st.token_dense;
+  spec->token_dense = modules.token_dense;
   spec->info.late_interaction = std::move(li);
-  spec->info.token_embedding_dim = st.token_dense.back().out_features;
+  spec->info.token_embedding_dim = modules.token_dense.back().out_features;
   return Status::Ok();
 }
 

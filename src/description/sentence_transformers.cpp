@@ -366,6 +366,13 @@ Result<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::str
   return c;
 }
 
+// PyLate's default skiplist: Python's string.punctuation, one word per character.
+std::vector<std::string> PunctuationWords() {
+  std::vector<std::string> words;
+  for (char c : std::string_view("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")) words.emplace_back(1, c);
+  return words;
+}
+
 Result<LateInteraction> ReadLateInteractionConfig(const std::string& dir) {
   LateInteraction out;
   Result<JsonFile> f = JsonFile::Read(dir + "/config_sentence_transformers.json");
@@ -400,10 +407,35 @@ Result<LateInteraction> ReadLateInteractionConfig(const std::string& dir) {
       out.skiplist_words.emplace_back(s);
     }
   } else {
-    for (char c : std::string_view("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")) {  // string.punctuation
-      out.skiplist_words.emplace_back(1, c);
-    }
+    out.skiplist_words = PunctuationWords();
   }
+  return out;
+}
+
+Result<LateInteraction> ReadStanfordColbertConfig(const std::string& dir) {
+  LateInteraction out;
+  out.enabled = true;
+  out.query_prefix = "[unused0]";
+  out.document_prefix = "[unused1]";
+  out.dim = 128;
+  out.skiplist_words = PunctuationWords();
+  Result<JsonFile> f = JsonFile::Read(dir + "/artifact.metadata");
+  if (!f.ok()) {
+    if (f.status().code() == StatusCode::kNotFound) return out;
+    return f.status();
+  }
+  ORCHID_ASSIGN_OR_RETURN(out.query_prefix, f->String("query_token_id", out.query_prefix));
+  ORCHID_ASSIGN_OR_RETURN(out.document_prefix, f->String("doc_token_id", out.document_prefix));
+  ORCHID_ASSIGN_OR_RETURN(int64_t q, f->Int("query_maxlen", out.query_length));
+  ORCHID_ASSIGN_OR_RETURN(int64_t d, f->Int("doc_maxlen", out.document_length));
+  ORCHID_ASSIGN_OR_RETURN(int64_t dim, f->Int("dim", out.dim));
+  if (q < 3 || q > (1 << 16)) return f->FieldError("query_maxlen", "must be in [3, 65536]");
+  if (d < 3 || d > (1 << 16)) return f->FieldError("doc_maxlen", "must be in [3, 65536]");
+  if (dim < 1 || dim > (1 << 16)) return f->FieldError("dim", "must be in [1, 65536]");
+  out.query_length = int(q);
+  out.document_length = int(d);
+  out.dim = int(dim);
+  ORCHID_ASSIGN_OR_RETURN(out.attend_to_expansion_tokens, f->Bool("attend_to_mask_tokens", false));
   return out;
 }
 

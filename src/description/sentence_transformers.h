@@ -102,6 +102,12 @@ struct EncodeConfig {
 // similarity_fn_name "MaxSim" or model_type "ColBERT".
 Result<LateInteraction> ReadLateInteractionConfig(const std::string& dir);
 
+// Stanford ColBERT's HF_ColBERT layout, as PyLate reads it: artifact.metadata's query_token_id /
+// doc_token_id (the prefix tokens, default [unused0] / [unused1]), query_maxlen, doc_maxlen,
+// attend_to_mask_tokens and dim (default 128); PyLate's defaults for the rest (expansion on,
+// punctuation skiplist). Enabled; a missing file gives the defaults.
+Result<LateInteraction> ReadStanfordColbertConfig(const std::string& dir);
+
 // Absent file or fields → no prompts, cosine similarity (sentence-transformers' default; 2.x
 // wrote no similarity_fn_name, and 6.3 keeps cosine for a name it does not know). A
 // default_prompt_name that names no prompt is an error.

@@ -21,7 +21,8 @@ GOLDENS = REPO / "tests" / "fixtures" / "colbert"
 RTOL = 1e-5
 
 
-@pytest.fixture(scope="module", params=["colbert-bert", "colbert-modernbert", "colbert-xlmr"])
+@pytest.fixture(scope="module", params=["colbert-bert", "colbert-modernbert", "colbert-xlmr",
+                                               "colbert-stanford"])
 def served(request):
     model = REPO / "models" / "fixtures" / request.param
     if not (model / "config.json").exists():

@@ -183,7 +183,8 @@ TEST_P(LateInteractionModel, MatchesPyLate) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backbones, LateInteractionModel,
-                         testing::Values("colbert-bert", "colbert-modernbert", "colbert-xlmr"));
+                         testing::Values("colbert-bert", "colbert-modernbert", "colbert-xlmr",
+                                         "colbert-stanford"));
 
 TEST(LateInteraction, ExpansionIsNotAttendedTo) {
   // The query's [MASK] padding must not change the vectors of the tokens before it: the same
