@@ -25,6 +25,7 @@
 #endif
 #include "description/registry.h"
 #include "description/sentence_transformers.h"
+#include "gateway/late_interaction.h"
 #include "worker/batch_calibration.h"
 
 namespace orchid::cli {
@@ -220,6 +221,11 @@ Status ApplyHttpFrontFlags(const HttpFrontFlags& f, const std::string& model_dir
 Result<GatewayModel> FrontModel(std::string name, const Tokenizer* tokenizer, EmbedBackend* backend,
                                 const std::string& dir, const HttpFrontFlags& flags) {
   GatewayModel m;
+  // A ColBERT model whose markers or mask token its tokenizer lacks is refused at start-up.
+  if (const LateInteraction& li = backend->model_info().late_interaction; li.enabled) {
+    Result<LateInteractionEncoder> late = LateInteractionEncoder::Make(li, *tokenizer);
+    if (!late.ok()) return Status::InvalidArgument(name + ": " + late.status().message());
+  }
   m.name = std::move(name);
   m.tokenizer = tokenizer;
   m.backend = backend;

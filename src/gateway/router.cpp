@@ -491,7 +491,20 @@ void Router::Score(ScoreRoute route, std::string body, const Scheduling& client,
   const RoutedModel* model = Select(request.model, &not_found);
   if (model == nullptr) return reply(error_reply(std::move(not_found)));
   if (model->embed->late_interaction()) {
-    return LateInteractionScore(*model->embed, route, std::move(request), reply);
+    const std::string name = model->embed->model_name();
+    auto write = [this, route, name](const ScoreRequest& shown, const std::vector<float>& scores,
+                                     int64_t tokens) {
+      switch (route) {
+        case ScoreRoute::kTei:
+          return WriteTeiRerankResponse(shown, scores);
+        case ScoreRoute::kRerank:
+          return WriteRerankResponse(shown, scores, name, tokens);
+        case ScoreRoute::kScore:
+          break;
+      }
+      return WriteScoreResponse(scores, name, tokens, created_);
+    };
+    return LateInteractionScore(*model->embed, std::move(request), write, error_reply, reply);
   }
   if (route == ScoreRoute::kScore && !model->embed->is_scorer() &&
       !model->embed->model_info().sparse) {
@@ -774,10 +787,10 @@ void Router::EmbeddingScore(EmbeddingService& service, ScoreRequest request, con
   });
 }
 
-void Router::LateInteractionScore(EmbeddingService& service, ScoreRoute route, ScoreRequest request,
+void Router::LateInteractionScore(EmbeddingService& service, ScoreRequest request,
+                                  ScoreWriter write,
+                                  std::function<HttpResponse(ApiError)> error_reply,
                                   const Reply& reply) {
-  const bool tei = route == ScoreRoute::kTei;
-  auto error_reply = [tei](ApiError e) { return tei ? TeiErrorResponse(e) : ErrorResponse(e); };
   if (request.max_chunks_per_doc.value_or(0) > 0) {
     return reply(error_reply(ApiError::InvalidRequest(
         "max_chunks_per_doc does not apply to a late-interaction (ColBERT) model: its documents "
@@ -797,8 +810,7 @@ void Router::LateInteractionScore(EmbeddingService& service, ScoreRoute route, S
   if (request.return_text) {
     shown->documents.assign(embed.texts.begin() + std::ptrdiff_t(num_queries), embed.texts.end());
   }
-  const std::string name = service.model_name();
-  service.Embed(std::move(embed), [this, route, shown, name, error_reply, reply, num_queries,
+  service.Embed(std::move(embed), [shown, write, error_reply, reply, num_queries,
                                    n](EmbeddingReply result) {
     if (result.error) return reply(error_reply(std::move(*result.error)));
     try {
@@ -817,17 +829,7 @@ void Router::LateInteractionScore(EmbeddingService& service, ScoreRoute route, S
                                  result.token_counts[d], m.dim));
       }
       HttpResponse r;
-      switch (route) {
-        case ScoreRoute::kTei:
-          r.body = WriteTeiRerankResponse(*shown, scores);
-          break;
-        case ScoreRoute::kRerank:
-          r.body = WriteRerankResponse(*shown, scores, name, result.prompt_tokens);
-          break;
-        case ScoreRoute::kScore:
-          r.body = WriteScoreResponse(scores, name, result.prompt_tokens, created_);
-          break;
-      }
+      r.body = write(*shown, scores, result.prompt_tokens);
       reply(std::move(r));
     } catch (const std::exception& e) {
       reply(InternalError(e));
@@ -913,6 +915,14 @@ void Router::CohereRerank(std::string body, const Scheduling& client, const Repl
   ApiError not_found;
   const RoutedModel* model = Select(request.model, &not_found);
   if (model == nullptr) return reply(CohereErrorResponse(not_found));
+  if (model->embed->late_interaction()) {
+    auto write = [](const ScoreRequest& shown, const std::vector<float>& scores, int64_t tokens) {
+      return WriteCohereRerankResponse(shown, scores, tokens);
+    };
+    return LateInteractionScore(
+        *model->embed, std::move(request), write, [](ApiError e) { return CohereErrorResponse(e); },
+        reply);
+  }
   if (model->score == nullptr) {
     return reply(CohereErrorResponse(
         ApiError::InvalidRequest("The model `" + model->embed->model_name() + "` is not a reranker",
@@ -1042,9 +1052,13 @@ HttpResponse Router::Info() const {
   w.Key("auto_truncate").Bool(m.auto_truncate());
   w.Key("version").String(std::string("orchid ") + ORCHID_VERSION_STRING);
   w.Key("architecture").String(info.architecture);
-  w.Key("dimensions").Int(info.output_dim());
+  w.Key("dimensions").Int(info.late_interaction.enabled ? info.token_dim() : info.output_dim());
   w.Key("normalize").Bool(!m.is_scorer() && m.normalize());
-  if (!m.is_scorer()) w.Key("similarity").String(SimilarityName(m.prompts().similarity));
+  if (info.late_interaction.enabled) {
+    w.Key("similarity").String("MaxSim");
+  } else if (!m.is_scorer()) {
+    w.Key("similarity").String(SimilarityName(m.prompts().similarity));
+  }
   w.Key("models").BeginArray();
   for (const RoutedModel& rm : models_) w.String(rm.embed->model_name());
   w.EndArray().EndObject();

@@ -4,18 +4,19 @@ make_colbert.py beside it from the colbert-bert fixture of tests/fixtures/models
 - TEI's /embed_all and vLLM's /pooling (task "token_embed") give each text's vectors as PyLate's
   encode(is_query=...) does: queries (prompt_name / input_type "query") expanded with [MASK],
   documents without their punctuation, normalised; cosine >= 0.99999 per vector;
-- /rerank, /v1/rerank and /v1/score give MaxSim as pylate.scores.colbert_scores, within 1e-5
+- /rerank, /v1/rerank, Cohere's /v2/rerank and /v1/score give MaxSim as pylate.scores.colbert_scores, within 1e-5
   relative;
 - what a ColBERT model cannot answer is a 400 that says why (pooled embeddings, chunked rerank,
   token-id input, another /pooling task).
 """
 import json
+import subprocess
 
 import numpy as np
 import pytest
 import requests
 
-from support import REPO, OrchidServer
+from support import ORCHID_BIN, REPO, OrchidServer
 
 GOLDENS = REPO / "tests" / "fixtures" / "colbert"
 RTOL = 1e-5
@@ -89,6 +90,10 @@ def test_rerank_routes_give_maxsim(served):
         assert [r["index"] for r in cohere["results"]] == list(np.argsort(-expected)[:2])
         np.testing.assert_allclose([r["relevance_score"] for r in cohere["results"]],
                                    np.sort(expected)[::-1][:2], rtol=RTOL)
+        v2 = post(server, "/v2/rerank", {"model": "colbert", "query": q["text"], "documents": docs})
+        assert [r["index"] for r in v2["results"]] == list(np.argsort(-expected, kind="stable"))
+        np.testing.assert_allclose([r["relevance_score"] for r in v2["results"]],
+                                   np.sort(expected)[::-1], rtol=RTOL)
         score = post(server, "/v1/score", {"model": "colbert", "text_1": q["text"], "text_2": docs})
         np.testing.assert_allclose([d["score"] for d in score["data"]], expected, rtol=RTOL)
     # Pairs: text_1[i] against text_2[i].
@@ -96,6 +101,13 @@ def test_rerank_routes_give_maxsim(served):
                                        "text_2": docs})
     np.testing.assert_allclose([d["score"] for d in score["data"]],
                                [GOLDEN["scores"][i][i] for i in range(len(docs))], rtol=RTOL)
+
+
+def test_info_says_late_interaction(served):
+    GOLDEN, server = served
+    info = requests.get(server.url + "/info", timeout=30).json()
+    assert info["similarity"] == "MaxSim"
+    assert info["dimensions"] == len(GOLDEN["queries"][0]["vectors"][0])
 
 
 def test_what_it_cannot_answer_is_a_clear_400(served):
@@ -125,3 +137,27 @@ def test_pooled_only_model_gives_hidden_states_not_colbert_vectors():
         np.testing.assert_allclose(a["data"][0]["data"], b[0], rtol=1e-6, atol=1e-6)
     finally:
         assert s.stop() == 0, s.log_text()
+
+
+def test_markers_the_tokenizer_lacks_are_refused_at_start_up(tmp_path):
+    src = REPO / "models" / "fixtures" / "colbert-bert"
+    for f in src.iterdir():
+        if f.name != "config_sentence_transformers.json":
+            (tmp_path / f.name).symlink_to(f)
+    cfg = json.loads((src / "config_sentence_transformers.json").read_text())
+    cfg["query_prefix"] = "[X] "
+    (tmp_path / "config_sentence_transformers.json").write_text(json.dumps(cfg))
+    r = subprocess.run([str(ORCHID_BIN), "serve", "--model", str(tmp_path), "--host", "127.0.0.1",
+                        "--port", "0"], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert 'query prefix "[X] " is not a token of the tokenizer' in r.stdout + r.stderr, r.stderr
+
+
+def test_worker_refuses_late_interaction():
+    """The worker protocol carries no late-interaction settings: `orchid worker` refuses such a
+    model rather than let a gateway answer for it as for a pooled embedder."""
+    r = subprocess.run([str(ORCHID_BIN), "worker", "--model",
+                        str(REPO / "models" / "fixtures" / "colbert-bert"), "--listen",
+                        "127.0.0.1:0"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert "served by `orchid serve` only" in r.stdout + r.stderr
