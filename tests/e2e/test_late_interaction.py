@@ -79,7 +79,8 @@ def test_rerank_routes_give_maxsim(served):
     docs = [x["text"] for x in GOLDEN["documents"]]
     for qi, q in enumerate(GOLDEN["queries"]):
         expected = np.asarray(GOLDEN["scores"][qi])
-        tei = post(server, "/rerank", {"query": q["text"], "texts": docs})
+        tei = post(server, "/rerank", {"query": q["text"], "texts": docs, "return_text": True})
+        assert sorted(r["text"] for r in tei) == sorted(docs)
         got = np.zeros(len(docs))
         for r in tei:
             got[r["index"]] = r["score"]
