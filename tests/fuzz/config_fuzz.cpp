@@ -5,8 +5,10 @@
 // (ParseShardIndex: every shard it accepts is a plain file name, and every listed tensor names one
 // of them), and the files the sentence-transformers / transformers precedence reads
 // (tokenizer_config.json for ResolveMaxInputLength, config_sentence_transformers.json for
-// ReadEncodeConfig and ReadCrossEncoderActivation). The readers take paths, so each input is
-// written into a private temporary directory; they must return an error or a config, never crash.
+// ReadEncodeConfig, ReadCrossEncoderActivation and PyLate's ReadLateInteractionConfig), and
+// Stanford ColBERT's artifact.metadata (ReadStanfordColbertConfig). The readers take paths, so each
+// input is written into a private temporary directory; they must return an error or a config, never
+// crash.
 #include <unistd.h>
 
 #include <cstddef>
@@ -123,6 +125,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Write(g_dir + "/config_sentence_transformers.json", bytes);
   (void)orchid::ReadEncodeConfig(g_dir).ok();
   (void)orchid::ReadCrossEncoderActivation(g_dir, 1).ok();
+  if (auto li = orchid::ReadLateInteractionConfig(g_dir); li.ok() && li->enabled) {
+    if (li->query_length < 3 || li->document_length < 3) std::abort();
+  }
   Remove(g_dir + "/config_sentence_transformers.json");
+  // The bytes as Stanford ColBERT's artifact.metadata.
+  Write(g_dir + "/artifact.metadata", bytes);
+  if (auto li = orchid::ReadStanfordColbertConfig(g_dir); li.ok()) {
+    if (li->query_length < 3 || li->document_length < 3 || li->dim < 1) std::abort();
+  }
+  Remove(g_dir + "/artifact.metadata");
   return 0;
 }
