@@ -121,13 +121,15 @@ int RunServe(const ServeOptions& o) {
   const bool v6 = o.host.find(':') != std::string::npos;
   for (const auto& h : hosted) {
     const ModelInfo& info = h->serving.model.info;
-    spdlog::info(
-        "orchid serving {} ({}, {} dim {}, max {} tokens, {} pooling{}) on http://{}{}{}:{}",
-        h->serving.model.name, info.architecture,
-        info.task == ModelTask::kScore ? "reranker" : "embedder", info.output_dim(),
-        h->serving.model.max_input_tokens, PoolingName(info.default_pooling),
-        info.default_normalize ? ", normalized" : "", v6 ? "[" : "", o.host, v6 ? "]" : "",
-        gateway.port());
+    const bool late = info.late_interaction.enabled;
+    spdlog::info("orchid serving {} ({}, {} dim {}, max {} tokens, {}{}) on http://{}{}{}:{}",
+                 h->serving.model.name, info.architecture,
+                 late ? "late-interaction embedder"
+                      : (info.task == ModelTask::kScore ? "reranker" : "embedder"),
+                 late ? info.token_dim() : info.output_dim(), h->serving.model.max_input_tokens,
+                 late ? "per token, MaxSim" : PoolingName(info.default_pooling),
+                 late ? "" : (info.default_normalize ? " pooling, normalized" : " pooling"),
+                 v6 ? "[" : "", o.host, v6 ? "]" : "", gateway.port());
   }
 
   spdlog::info("received {}, shutting down", WaitForStopSignal(stop_signals));

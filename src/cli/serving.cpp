@@ -27,6 +27,7 @@
 #include "description/registry.h"
 #include "description/sentence_transformers.h"
 #include "description/static_embedding.h"
+#include "gateway/late_interaction.h"
 #include "tokenizer/static_input.h"
 #include "worker/batch_calibration.h"
 
@@ -223,6 +224,11 @@ Status ApplyHttpFrontFlags(const HttpFrontFlags& f, const std::string& model_dir
 Result<GatewayModel> FrontModel(std::string name, const Tokenizer* tokenizer, EmbedBackend* backend,
                                 const std::string& dir, const HttpFrontFlags& flags) {
   GatewayModel m;
+  // A ColBERT model whose markers or mask token its tokenizer lacks is refused at start-up.
+  if (const LateInteraction& li = backend->model_info().late_interaction; li.enabled) {
+    Result<LateInteractionEncoder> late = LateInteractionEncoder::Make(li, *tokenizer);
+    if (!late.ok()) return Status::InvalidArgument(name + ": " + late.status().message());
+  }
   m.name = std::move(name);
   m.tokenizer = tokenizer;
   m.backend = backend;

@@ -43,6 +43,15 @@ int RunWorker(const WorkerOptions& o) {
     spdlog::error("{}", serving.status().ToString());
     return serving.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
+  if (serving->model.info.late_interaction.enabled) {
+    // The worker protocol carries neither the model's late-interaction settings nor a query's
+    // attended length: a gateway in front would answer as for a pooled embedder.
+    spdlog::error(
+        "{}: late-interaction (ColBERT) models are served by `orchid serve` only, not "
+        "by `orchid worker`",
+        o.model_dir);
+    return 2;
+  }
   rpc::WorkerServerOptions wo;
   wo.listen = o.listen;
   wo.model = serving->model;

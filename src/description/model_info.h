@@ -45,6 +45,22 @@ enum class PairFormat : uint8_t {
 // Output encodings a model asks for natively (pplx-embed: int8 = round(tanh(x) * 127)).
 enum class NativeQuantization : uint8_t { kNone, kTanhInt8 };
 
+// PyLate / ColBERT late interaction (config_sentence_transformers.json of a model whose Dense
+// projection runs on every token): each text becomes one normalised vector per token, and a
+// query scores a document by MaxSim. The prefixes are tokens inserted after the first token
+// ("" none); queries are padded with the tokenizer's mask token to query_length (expansion),
+// which the other tokens do not attend to unless attend_to_expansion_tokens; documents drop
+// the tokens that skiplist_words name (convert_tokens_to_ids: an unknown word names [UNK]).
+struct LateInteraction {
+  bool enabled = false;
+  std::string query_prefix = "[Q] ", document_prefix = "[D] ";
+  int query_length = 32, document_length = 180;
+  bool do_query_expansion = true;
+  bool attend_to_expansion_tokens = false;
+  std::vector<std::string> skiplist_words;
+  int dim = 0;  // Stanford ColBERT's artifact.metadata "dim" (the projection's width); 0: not given
+};
+
 struct ModelInfo {
   std::string architecture;  // e.g. "BertModel", "XLMRobertaModel", "Qwen3Model"
   int32_t vocab_size = 0;
@@ -81,6 +97,10 @@ struct ModelInfo {
   // sentence-transformers' Pooling include_prompt: false leaves a prompt's tokens out of pooling
   // (the gateway counts them: EmbedRequest::pool_skip).
   bool include_prompt = true;
+  LateInteraction late_interaction;
+  // Late interaction: the width of each token's vector (the projection's out_features); 0 for
+  // other models, whose per-token output is the last hidden state.
+  int token_embedding_dim = 0;
 
   // How the engine multiplies the transformer's linear layers: "float32", "bfloat16" or "int8"
   // (empty: not told, from older workers).
@@ -102,6 +122,8 @@ struct ModelInfo {
     return task == ModelTask::kScore ? num_labels
                                      : (embedding_dim > 0 ? embedding_dim : hidden_size);
   }
+  // Width of per-token output rows (/embed_all, late interaction).
+  int token_dim() const { return token_embedding_dim > 0 ? token_embedding_dim : hidden_size; }
   // Label i's name: labels[i], or transformers' default "LABEL_<i>".
   std::string label(int i) const {
     return size_t(i) < labels.size() ? labels[size_t(i)] : "LABEL_" + std::to_string(i);

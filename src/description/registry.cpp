@@ -47,7 +47,8 @@ Architecture Classify(const std::string& arch, const std::string& model_type) {
     return false;
   };
   if (is({"BertModel", "bert", "BertForMaskedLM", "BertForPreTraining", "DistilBertModel",
-          "distilbert", "DistilBertForMaskedLM", "MPNetModel", "mpnet", "MPNetForMaskedLM"})) {
+          "distilbert", "DistilBertForMaskedLM", "MPNetModel", "mpnet", "MPNetForMaskedLM",
+          "HF_ColBERT"})) {
     return {true, FamilyKind::kBert};
   }
   if (is({"BertForSequenceClassification", "DistilBertForSequenceClassification",
@@ -324,6 +325,47 @@ Status DescribeStatic(StaticEmbeddingConfig c, ModelSpec* spec) {
   return Status::Ok();
 }
 
+// PyLate ColBERT: per-token Dense modules (modules.json) and the query/document settings of
+// config_sentence_transformers.json. The projection is a head over the family's per-token
+// hidden states (spec.token_dense); the rest is the gateway's (tokens in, vectors out).
+Status DescribeLateInteraction(const std::string& dir, const SentenceTransformersConfig& st,
+                               ModelSpec* spec) {
+  ORCHID_ASSIGN_OR_RETURN(LateInteraction li, ReadLateInteractionConfig(dir));
+  SentenceTransformersConfig stanford;
+  if (spec->info.architecture == "HF_ColBERT" && st.token_dense.empty() && !li.enabled) {
+    // Stanford's layout: the projection is the checkpoint's own linear.weight.
+    ORCHID_ASSIGN_OR_RETURN(li, ReadStanfordColbertConfig(dir));
+    DenseModule projection;
+    projection.dir = dir;
+    projection.in_features = spec->info.hidden_size;
+    projection.out_features = li.dim;
+    projection.bias = false;
+    stanford.token_dense.push_back(projection);
+  }
+  const SentenceTransformersConfig& modules = stanford.token_dense.empty() ? st : stanford;
+  if (modules.token_dense.empty() && !li.enabled) return Status::Ok();
+  if (modules.token_dense.empty() || !li.enabled) {
+    return Status::Corrupt(dir + (li.enabled ? ": a ColBERT (MaxSim) model needs a Dense "
+                                               "projection module after the Transformer"
+                                             : ": a Dense module without Pooling, but "
+                                               "config_sentence_transformers.json is not a "
+                                               "ColBERT's (similarity_fn_name \"MaxSim\")"));
+  }
+  if (spec->info.task != ModelTask::kEmbed || spec->info.causal || spec->info.sparse) {
+    return Status::InvalidArgument(dir + ": late interaction needs a bidirectional encoder");
+  }
+  if (modules.token_dense.front().in_features != spec->info.hidden_size) {
+    return Status::Corrupt(modules.token_dense.front().dir + "/config.json: in_features (" +
+                           std::to_string(modules.token_dense.front().in_features) +
+                           ") differs from config.json hidden_size (" +
+                           std::to_string(spec->info.hidden_size) + ")");
+  }
+  spec->token_dense = modules.token_dense;
+  spec->info.late_interaction = std::move(li);
+  spec->info.token_embedding_dim = modules.token_dense.back().out_features;
+  return Status::Ok();
+}
+
 }  // namespace
 
 const char* FamilyName(FamilyKind f) {
@@ -414,6 +456,7 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
     spec.info.default_pooling = Pooling::kMax;
     spec.info.default_normalize = false;
   }
+  ORCHID_RETURN_IF_ERROR(DescribeLateInteraction(dir, st, &spec));
   if (!st.dense.empty()) {
     if (spec.info.task != ModelTask::kEmbed || spec.info.sparse) {
       return Status::Corrupt(dir + ": sentence-transformers Dense modules on a scorer");
@@ -444,6 +487,9 @@ Status CheckBackend(const ModelSpec& spec, BackendKind backend) {
     return refuse(
         "a static embedding model is a table lookup and a mean, served by the cpu backend "
         "(--device cpu)");
+  }
+  if (spec.info.late_interaction.enabled) {
+    return refuse("late interaction (ColBERT) needs per-token output, which it does not serve");
   }
   const Pooling pooling = spec.info.default_pooling;
   if (pooling == Pooling::kMax || pooling == Pooling::kMeanSqrtLen ||

@@ -63,6 +63,9 @@ struct ModelSpec {
   StaticEmbeddingConfig static_embedding;
   // sentence-transformers Dense modules after pooling (embedders), in order.
   std::vector<DenseModule> dense;
+  // PyLate ColBERT: Dense projections of every token's last hidden state (no bias or Identity
+  // activation: pylate.models.Dense), in order; info.late_interaction says how texts are encoded.
+  std::vector<DenseModule> token_dense;
   // kSpladeMlm: log1p applications after the max (SentenceTransformersConfig::splade_log1p).
   int splade_log1p = 0;
   // kYesNoLogit: the answer tokens' ids.

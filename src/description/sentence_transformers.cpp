@@ -323,8 +323,23 @@ Result<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::str
       c.normalize = true;
       continue;
     }
+    if (EndsWith(type, ".Dense") && !have_pooling && !c.normalize) {
+      // PyLate: a projection of every token (no pooling module at all).
+      if (path.empty() || path.find("..") != std::string_view::npos || path.front() == '/') {
+        return Status::Corrupt(where + ": bad Dense \"path\" \"" + std::string(path) + "\"");
+      }
+      ORCHID_ASSIGN_OR_RETURN(DenseModule d, ReadDenseConfig(dir + "/" + std::string(path)));
+      if (d.tanh) return Status::Corrupt(d.dir + "/config.json: a per-token Dense with Tanh");
+      if (!c.token_dense.empty() && d.in_features != c.token_dense.back().out_features) {
+        return Status::Corrupt(d.dir + "/config.json: in_features (" +
+                               std::to_string(d.in_features) +
+                               ") differs from the width before it");
+      }
+      c.token_dense.push_back(std::move(d));
+      continue;
+    }
     if (EndsWith(type, ".Dense")) {
-      if (!have_pooling || c.normalize) {
+      if (!have_pooling || c.normalize || !c.token_dense.empty()) {
         return Status::Corrupt(where +
                                ": a Dense module must come after Pooling and before "
                                "Normalize");
@@ -357,6 +372,79 @@ Result<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::str
   ORCHID_RETURN_IF_ERROR(
       ReadTransformerConfig(transformer_path.empty() ? dir : dir + "/" + transformer_path, &c));
   return c;
+}
+
+// PyLate's default skiplist: Python's string.punctuation, one word per character.
+std::vector<std::string> PunctuationWords() {
+  std::vector<std::string> words;
+  for (char c : std::string_view("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")) words.emplace_back(1, c);
+  return words;
+}
+
+Result<LateInteraction> ReadLateInteractionConfig(const std::string& dir) {
+  LateInteraction out;
+  Result<JsonFile> f = JsonFile::Read(dir + "/config_sentence_transformers.json");
+  if (!f.ok()) {
+    if (f.status().code() == StatusCode::kNotFound) return out;
+    return f.status();
+  }
+  ORCHID_ASSIGN_OR_RETURN(std::string similarity, f->String("similarity_fn_name", ""));
+  ORCHID_ASSIGN_OR_RETURN(std::string type, f->String("model_type", ""));
+  out.enabled = similarity == "MaxSim" || type == "ColBERT";
+  if (!out.enabled) return out;
+  ORCHID_ASSIGN_OR_RETURN(out.query_prefix, f->String("query_prefix", out.query_prefix));
+  ORCHID_ASSIGN_OR_RETURN(out.document_prefix, f->String("document_prefix", out.document_prefix));
+  ORCHID_ASSIGN_OR_RETURN(int64_t q, f->Int("query_length", out.query_length));
+  ORCHID_ASSIGN_OR_RETURN(int64_t d, f->Int("document_length", out.document_length));
+  if (q < 3 || q > (1 << 16)) return f->FieldError("query_length", "must be in [3, 65536]");
+  if (d < 3 || d > (1 << 16)) return f->FieldError("document_length", "must be in [3, 65536]");
+  out.query_length = int(q);
+  out.document_length = int(d);
+  ORCHID_ASSIGN_OR_RETURN(out.do_query_expansion, f->Bool("do_query_expansion", true));
+  ORCHID_ASSIGN_OR_RETURN(out.attend_to_expansion_tokens,
+                          f->Bool("attend_to_expansion_tokens", false));
+  if (!out.do_query_expansion) out.attend_to_expansion_tokens = false;  // as PyLate
+  if (f->Has("skiplist_words")) {
+    simdjson::dom::array words;
+    if (f->root()["skiplist_words"].get(words)) {
+      return f->FieldError("skiplist_words", "must be an array of strings");
+    }
+    for (simdjson::dom::element w : words) {
+      std::string_view s;
+      if (w.get(s)) return f->FieldError("skiplist_words", "must be an array of strings");
+      out.skiplist_words.emplace_back(s);
+    }
+  } else {
+    out.skiplist_words = PunctuationWords();
+  }
+  return out;
+}
+
+Result<LateInteraction> ReadStanfordColbertConfig(const std::string& dir) {
+  LateInteraction out;
+  out.enabled = true;
+  out.query_prefix = "[unused0]";
+  out.document_prefix = "[unused1]";
+  out.dim = 128;
+  out.skiplist_words = PunctuationWords();
+  Result<JsonFile> f = JsonFile::Read(dir + "/artifact.metadata");
+  if (!f.ok()) {
+    if (f.status().code() == StatusCode::kNotFound) return out;
+    return f.status();
+  }
+  ORCHID_ASSIGN_OR_RETURN(out.query_prefix, f->String("query_token_id", out.query_prefix));
+  ORCHID_ASSIGN_OR_RETURN(out.document_prefix, f->String("doc_token_id", out.document_prefix));
+  ORCHID_ASSIGN_OR_RETURN(int64_t q, f->Int("query_maxlen", out.query_length));
+  ORCHID_ASSIGN_OR_RETURN(int64_t d, f->Int("doc_maxlen", out.document_length));
+  ORCHID_ASSIGN_OR_RETURN(int64_t dim, f->Int("dim", out.dim));
+  if (q < 3 || q > (1 << 16)) return f->FieldError("query_maxlen", "must be in [3, 65536]");
+  if (d < 3 || d > (1 << 16)) return f->FieldError("doc_maxlen", "must be in [3, 65536]");
+  if (dim < 1 || dim > (1 << 16)) return f->FieldError("dim", "must be in [1, 65536]");
+  out.query_length = int(q);
+  out.document_length = int(d);
+  out.dim = int(dim);
+  ORCHID_ASSIGN_OR_RETURN(out.attend_to_expansion_tokens, f->Bool("attend_to_mask_tokens", false));
+  return out;
 }
 
 Result<EncodeConfig> ReadEncodeConfig(const std::string& dir) {

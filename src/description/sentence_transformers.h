@@ -39,6 +39,9 @@ struct SentenceTransformersConfig {
   // models); the gateway counts them and the engine skips them.
   bool include_prompt = true;
   std::vector<DenseModule> dense;    // after pooling, in order, before Normalize
+  // PyLate (ColBERT): Dense modules right after the transformer, without pooling, applied to
+  // every token (pylate.models.Dense.Dense); in order.
+  std::vector<DenseModule> token_dense;
   // SpladePooling (sparse encoders): max pooling of log(1 + relu(x)), log1p applied this many
   // times (activation_function "relu": 1, "log1p_relu": 2); 0: no SpladePooling.
   int splade_log1p = 0;
@@ -92,6 +95,18 @@ struct EncodeConfig {
   std::string default_prompt_name;  // empty: none
   SimilarityFunction similarity = SimilarityFunction::kCosine;
 };
+
+// PyLate's ColBERT settings in config_sentence_transformers.json (query_prefix, document_prefix,
+// query_length, document_length, do_query_expansion, attend_to_expansion_tokens,
+// skiplist_words), with PyLate's defaults for absent fields; enabled when the file says
+// similarity_fn_name "MaxSim" or model_type "ColBERT".
+Result<LateInteraction> ReadLateInteractionConfig(const std::string& dir);
+
+// Stanford ColBERT's HF_ColBERT layout, as PyLate reads it: artifact.metadata's query_token_id /
+// doc_token_id (the prefix tokens, default [unused0] / [unused1]), query_maxlen, doc_maxlen,
+// attend_to_mask_tokens and dim (default 128); PyLate's defaults for the rest (expansion on,
+// punctuation skiplist). Enabled; a missing file gives the defaults.
+Result<LateInteraction> ReadStanfordColbertConfig(const std::string& dir);
 
 // Absent file or fields → no prompts, cosine similarity (sentence-transformers' default; 2.x
 // wrote no similarity_fn_name, and 6.3 keeps cosine for a name it does not know). A

@@ -6,8 +6,10 @@
 namespace orchid {
 
 void RaggedBatch::Add(const int32_t* ids, int n, Pooling pool, bool norm, const int32_t* type_ids,
-                      int pool_skip) {
+                      int pool_skip, int attend_len) {
   if (cu_seqlens.empty()) cu_seqlens.push_back(0);
+  if (attend_len != 0 && attend_lens.empty()) attend_lens.assign(pooling.size(), 0);
+  if (attend_len != 0 || !attend_lens.empty()) attend_lens.push_back(attend_len);
   if (pool_skip != 0 && pool_skips.empty()) pool_skips.assign(pooling.size(), 0);
   if (pool_skip != 0 || !pool_skips.empty()) pool_skips.push_back(pool_skip);
   const bool had_types = !token_type_ids.empty();
@@ -32,6 +34,7 @@ void RaggedBatch::Clear() {
   pooling.clear();
   normalize.clear();
   pool_skips.clear();
+  attend_lens.clear();
 }
 
 Status RaggedBatch::Validate(int32_t vocab_size) const {
@@ -45,7 +48,8 @@ Status RaggedBatch::Validate(int32_t vocab_size) const {
     return Status::Internal("ragged batch: token_type_ids size mismatch");
   }
   if (pooling.size() != s || normalize.size() != s ||
-      (!pool_skips.empty() && pool_skips.size() != s)) {
+      (!pool_skips.empty() && pool_skips.size() != s) ||
+      (!attend_lens.empty() && attend_lens.size() != s)) {
     return Status::Internal("ragged batch: per-sequence arrays size mismatch");
   }
   for (int32_t k : pool_skips) {
@@ -57,6 +61,10 @@ Status RaggedBatch::Validate(int32_t vocab_size) const {
   for (size_t i = 0; i < s; ++i) {
     if (cu_seqlens[i + 1] <= cu_seqlens[i]) {
       return Status::Internal("ragged batch: sequence " + std::to_string(i) + " is empty");
+    }
+    if (!attend_lens.empty() &&
+        (attend_lens[i] < 0 || attend_lens[i] > cu_seqlens[i + 1] - cu_seqlens[i])) {
+      return Status::Internal("ragged batch: attended length out of range");
     }
   }
   for (size_t i = 0; i < n; ++i) {

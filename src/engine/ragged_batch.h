@@ -20,6 +20,11 @@ struct RaggedBatch {
   // [num_sequences] or empty (all 0): leading tokens pooling leaves out (the prompt's tokens
   // under sentence-transformers' include_prompt: false; backends/cpu/pooling.h).
   std::vector<int32_t> pool_skips;
+  // [num_sequences] or empty (all 0): > 0, only the sequence's first attend_lens[s] tokens are
+  // attended to (keys); the tokens after them still attend to those, but nothing attends to
+  // them (a ColBERT query's [MASK] expansion with attend_to_expansion_tokens false, as an
+  // attention mask of zeros gives them in transformers). Bidirectional attention only.
+  std::vector<int32_t> attend_lens;
 
   int num_sequences() const { return cu_seqlens.empty() ? 0 : int(cu_seqlens.size()) - 1; }
   int num_tokens() const { return int(token_ids.size()); }
@@ -28,7 +33,7 @@ struct RaggedBatch {
   // Appends one sequence with positions 0..n-1 (BERT-style; models that offset positions,
   // like XLM-R, do so themselves).
   void Add(const int32_t* ids, int n, Pooling pool, bool norm, const int32_t* type_ids = nullptr,
-           int pool_skip = 0);
+           int pool_skip = 0, int attend_len = 0);
   void Clear();
 
   // Checks internal consistency: sizes agree, cu_seqlens monotone and ends at num_tokens,

@@ -255,6 +255,7 @@ Status Bert::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b
   if (head_ == HeadKind::kNone) {
     ORCHID_RETURN_IF_ERROR(embedding_.Load(spec, b));
     output_ = embedding_.output();
+    if (embedding_.tokens().valid()) hidden_ = embedding_.tokens();
   } else if (head_ == HeadKind::kSpladeMlm) {
     mlm_ = b.AddBuffer("mlm", Rows::kTokens, int(H));
     output_ = b.AddBuffer("terms", Rows::kSequences, c_.vocab_size, Precision::kAccumulator);

@@ -214,6 +214,7 @@ Status Deberta::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend
   } else {
     ORCHID_RETURN_IF_ERROR(embedding_.Load(spec, b));
     output_ = embedding_.output();
+    if (embedding_.tokens().valid()) hidden_ = embedding_.tokens();
   }
   return Status::Ok();
 }

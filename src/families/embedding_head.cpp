@@ -7,6 +7,21 @@
 #include "checkpoint/weight_reader.h"
 
 namespace orchid {
+namespace {
+
+// A sentence-transformers / PyLate Dense module's linear layer, onto the backend.
+Result<ops::LinearWeight> LoadDense(const DenseModule& m, ops::Backend& b) {
+  ORCHID_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> file, Checkpoint::Open(m.dir));
+  const WeightReader r(*file, "");
+  Tensor w, bias;
+  ORCHID_ASSIGN_OR_RETURN(w, r.Read("linear.weight", {m.out_features, m.in_features}));
+  if (m.bias) {
+    ORCHID_ASSIGN_OR_RETURN(bias, r.Read("linear.bias", {m.out_features}));
+  }
+  return b.AddLinear(w, m.bias ? &bias : nullptr);
+}
+
+}  // namespace
 
 Status EmbeddingHead::Load(const ModelSpec& spec, ops::Backend& b) {
   const int H = spec.info.hidden_size;
@@ -14,25 +29,32 @@ Status EmbeddingHead::Load(const ModelSpec& spec, ops::Backend& b) {
                         ops::Precision::kAccumulator);
   for (size_t i = 0; i < spec.dense.size(); ++i) {
     const DenseModule& m = spec.dense[i];
-    ORCHID_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> file, Checkpoint::Open(m.dir));
-    const WeightReader r(*file, "");
-    Tensor w, bias;
-    ORCHID_ASSIGN_OR_RETURN(w, r.Read("linear.weight", {m.out_features, m.in_features}));
-    if (m.bias) {
-      ORCHID_ASSIGN_OR_RETURN(bias, r.Read("linear.bias", {m.out_features}));
-    }
     Dense d;
     d.tanh = m.tanh;
-    ORCHID_ASSIGN_OR_RETURN(d.linear, b.AddLinear(w, m.bias ? &bias : nullptr));
+    ORCHID_ASSIGN_OR_RETURN(d.linear, LoadDense(m, b));
     dense_.push_back(d);
     out_.push_back(
         b.AddBuffer(i + 1 == spec.dense.size() ? "embeddings" : "dense" + std::to_string(i),
                     ops::Rows::kSequences, m.out_features, ops::Precision::kAccumulator));
   }
+  for (size_t i = 0; i < spec.token_dense.size(); ++i) {
+    const DenseModule& m = spec.token_dense[i];
+    ORCHID_ASSIGN_OR_RETURN(ops::LinearWeight lw, LoadDense(m, b));
+    token_dense_.push_back(lw);
+    token_out_.push_back(b.AddBuffer("token_vectors" + std::to_string(i), ops::Rows::kTokens,
+                                     m.out_features, ops::Precision::kAccumulator));
+  }
   return Status::Ok();
 }
 
 Status EmbeddingHead::Forward(ops::Backend& b, ops::Buffer hidden) const {
+  if (!token_dense_.empty() && b.decl(hidden).rows == ops::Rows::kTokens) {
+    ops::Buffer in = hidden;
+    for (size_t i = 0; i < token_dense_.size(); ++i) {
+      ORCHID_RETURN_IF_ERROR(b.Linear(in, token_dense_[i], token_out_[i]));
+      in = token_out_[i];
+    }
+  }
   if (dense_.empty()) return b.Pool(hidden, pooled_, true);
   ORCHID_RETURN_IF_ERROR(b.Pool(hidden, pooled_, false));
   ops::Buffer in = pooled_;

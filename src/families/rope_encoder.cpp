@@ -188,6 +188,7 @@ Status RopeEncoder::Load(const ModelSpec& spec, const Checkpoint& file, ops::Bac
   } else {
     ORCHID_RETURN_IF_ERROR(embedding_.Load(spec, b));
     output_ = embedding_.output();
+    if (embedding_.tokens().valid()) hidden_ = embedding_.tokens();
   }
   return Status::Ok();
 }

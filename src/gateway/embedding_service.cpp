@@ -35,6 +35,29 @@ Embeddings WithZeroRows(const Embeddings& rows, const std::vector<size_t>& input
   return out;
 }
 
+// Late interaction: the kept token rows of each input (keep[input][token]), L2-normalised, in
+// place of all of them; counts become the kept numbers.
+void KeepLateRows(const std::vector<std::vector<uint8_t>>& keep, Embeddings* m,
+                  std::vector<int32_t>* counts) {
+  const size_t dim = size_t(m->dim);
+  size_t row = 0, kept = 0;
+  for (size_t i = 0; i < keep.size() && i < counts->size(); ++i) {
+    int32_t n = 0;
+    for (size_t t = 0; t < keep[i].size() && row < size_t(m->rows); ++t, ++row) {
+      if (!keep[i][t]) continue;
+      if (kept != row) {
+        std::copy_n(m->data.data() + row * dim, dim, m->data.data() + kept * dim);
+      }
+      ++kept;
+      ++n;
+    }
+    (*counts)[i] = n;
+  }
+  m->rows = int(kept);
+  m->data.resize(kept * dim);
+  NormalizeRows(m->data.data(), m->rows, m->dim);
+}
+
 }  // namespace
 
 EmbeddingService::EmbeddingService(const Tokenizer* tokenizer, EmbedBackend* backend,
@@ -56,6 +79,65 @@ EmbeddingService::EmbeddingService(const Tokenizer* tokenizer, EmbedBackend* bac
   vocab_size_ = info.vocab_size;
   pooling_ = info.default_pooling;
   normalize_ = info.default_normalize;
+  if (info.late_interaction.enabled) {
+    Result<LateInteractionEncoder> late =
+        LateInteractionEncoder::Make(info.late_interaction, *tokenizer_);
+    if (late.ok()) {
+      late_ = std::move(late.value());
+    } else {
+      late_status_ = late.status();
+    }
+  }
+}
+
+std::optional<ApiError> EmbeddingService::TokenizeLate(
+    const EmbeddingsRequest& request, EmbedRequest* job, int64_t* tokens,
+    std::vector<std::vector<uint8_t>>* keep) const {
+  if (!late_) return ApiError::FromStatus(late_status_);
+  if (request.pretokenized()) {
+    return ApiError::InvalidRequest(
+        "this late-interaction (ColBERT) model takes texts, not token ids: its query and "
+        "document markers and query expansion are added to the text's tokens",
+        "input");
+  }
+  const std::string& kind =
+      request.prompt_name ? *request.prompt_name : request.input_type.value_or(std::string());
+  if (request.prompt_name && kind != "query" && kind != "document") {
+    return ApiError::InvalidRequest(
+        "prompt_name `" + kind + "` is not one of this model's prompts (query, document)",
+        "prompt_name", "invalid_prompt_name");
+  }
+  const size_t n = request.texts.size();
+  const size_t queries = request.late_queries.value_or(kind == "query" ? n : 0);
+  job->sequences.assign(n, {});
+  job->attend_lens.assign(n, 0);
+  keep->assign(n, {});
+  *tokens = 0;
+  LateInteractionEncoder::Encoded e;
+  for (size_t i = 0; i < n; ++i) {
+    // sentence-transformers strips each text before tokenizing it.
+    std::string_view text = request.texts[i];
+    constexpr std::string_view kSpace = " \t\n\r\f\v";
+    const size_t first = text.find_first_not_of(kSpace);
+    text = first == std::string_view::npos
+               ? std::string_view()
+               : text.substr(first, text.find_last_not_of(kSpace) - first + 1);
+    const Status st = late_->Encode(text, i < queries, &e);
+    if (!st.ok()) {
+      ApiError err = ApiError::FromStatus(st, InputParam(i));
+      if (err.http_status == 400) err.message = InputParam(i) + ": " + err.message;
+      return err;
+    }
+    *tokens += int64_t(e.ids.size());
+    job->sequences[i] = std::move(e.ids);
+    job->attend_lens[i] = e.attend_len;
+    (*keep)[i] = std::move(e.keep);
+  }
+  if (std::all_of(job->attend_lens.begin(), job->attend_lens.end(),
+                  [](int32_t a) { return a == 0; })) {
+    job->attend_lens.clear();
+  }
+  return std::nullopt;
 }
 
 void EmbeddingService::SetPrompts(EncodeConfig prompts, std::optional<std::string> default_prompt) {
@@ -218,7 +300,19 @@ void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(Embed
   EmbedRequest job;
   int64_t tokens = 0;
   const auto tokenize_start = std::chrono::steady_clock::now();
-  if (auto err = Tokenize(&request, &job.sequences, &tokens, &job.pool_skip)) {
+  // Late interaction: which token vectors each input keeps (empty: not such a model).
+  auto keep = std::make_shared<std::vector<std::vector<uint8_t>>>();
+  if (late_interaction()) {
+    if (!request.per_token) {
+      return fail(ApiError::InvalidRequest(
+          "The model `" + model_name_ +
+              "` is a late-interaction (ColBERT) model: it gives one vector per token, not one "
+              "per input. Use /embed_all or /pooling (task \"token_embed\") for its vectors, "
+              "and /rerank, /v1/rerank or /v1/score for its MaxSim scores.",
+          "model", "model_is_multi_vector"));
+    }
+    if (auto err = TokenizeLate(request, &job, &tokens, keep.get())) return fail(std::move(*err));
+  } else if (auto err = Tokenize(&request, &job.sequences, &tokens, &job.pool_skip)) {
     return fail(std::move(*err));
   }
   if (tokenize_seconds_ != nullptr && !request.pretokenized()) {
@@ -273,10 +367,10 @@ void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(Embed
   // The backend may answer inline (refused at once) or from its own thread; either way the
   // reply is built on the completions executor.
   auto counts = std::make_shared<std::vector<int32_t>>(std::move(token_counts));
-  backend_->Embed(std::move(job), [this, shared_done, tokens, counts, inputs, num_inputs,
-                                   per_token](Result<Embeddings> rows) {
+  backend_->Embed(std::move(job), [this, shared_done, tokens, counts, inputs, num_inputs, per_token,
+                                   keep](Result<Embeddings> rows) {
     auto result = std::make_shared<Result<Embeddings>>(std::move(rows));
-    completions_([shared_done, result, tokens, counts, inputs, num_inputs, per_token] {
+    completions_([shared_done, result, tokens, counts, inputs, num_inputs, per_token, keep] {
       EmbeddingReply reply;
       if (!result->ok()) {
         reply.error = ApiError::FromStatus(result->status());
@@ -289,6 +383,7 @@ void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(Embed
         reply.embeddings = std::move(result->value());
         reply.prompt_tokens = tokens;
         reply.token_counts = std::move(*counts);
+        if (!keep->empty()) KeepLateRows(*keep, &reply.embeddings, &reply.token_counts);
       }
       (*shared_done)(std::move(reply));
     });

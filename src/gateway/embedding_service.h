@@ -12,13 +12,14 @@
 #include <optional>
 #include <string>
 
+#include "core/metrics.h"
+#include "description/sentence_transformers.h"
 #include "gateway/api_error.h"
+#include "gateway/embed_backend.h"
 #include "gateway/embeddings_request.h"
 #include "gateway/embeddings_response.h"
-#include "core/metrics.h"
-#include "gateway/embed_backend.h"
 #include "gateway/executor.h"
-#include "description/sentence_transformers.h"
+#include "gateway/late_interaction.h"
 #include "tokenizer/tokenizer.h"
 
 namespace orchid {
@@ -69,6 +70,11 @@ class EmbeddingService {
   }
   const ModelInfo& model_info() const { return backend_->model_info(); }
   Pooling pooling() const { return pooling_; }
+  // Late interaction (ColBERT): per-token vectors only (EmbeddingsRequest::per_token), MaxSim.
+  bool late_interaction() const { return backend_->model_info().late_interaction.enabled; }
+  // Why the model's late-interaction settings cannot be served with its tokenizer (a prefix or
+  // mask token it lacks); Ok otherwise. Serving refuses to start on an error.
+  const Status& late_interaction_status() const { return late_status_; }
   bool normalize() const { return normalize_; }
 
   // Calls `done` exactly once: inline when the request is rejected before queueing, otherwise
@@ -85,7 +91,15 @@ class EmbeddingService {
                                    std::vector<std::vector<int32_t>>* sequences, int64_t* tokens,
                                    int* pool_skip) const;
 
+  // Late interaction: each text encoded as PyLate does (late_interaction.h) into job's sequences
+  // and attended lengths; *keep: per sequence, which token vectors the reply keeps.
+  std::optional<ApiError> TokenizeLate(const EmbeddingsRequest& request, EmbedRequest* job,
+                                       int64_t* tokens,
+                                       std::vector<std::vector<uint8_t>>* keep) const;
+
   static constexpr size_t kMinInputsPerSlice = 16;
+  std::optional<LateInteractionEncoder> late_;
+  Status late_status_;
   EncodeConfig prompts_;
   std::optional<std::string> default_prompt_;
   const Tokenizer* tokenizer_;

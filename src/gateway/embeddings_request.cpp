@@ -260,6 +260,31 @@ std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body,
   return std::nullopt;
 }
 
+std::optional<ApiError> ParsePoolingRequest(std::string_view body, EmbeddingsRequest* out) {
+  if (auto err = ParseOpenAiEmbeddingsRequest(body, out)) return err;
+  element doc;
+  if (auto err = ParseDocument(body, &doc)) return err;
+  std::optional<std::string> task;
+  element value;
+  if (!simdjson::dom::object(doc)["task"].get(value)) {
+    if (auto err = ParseOptionalString(value, "task", &task)) return err;
+  }
+  if (task && *task != "token_embed") {
+    return ApiError::InvalidRequest("task `" + *task +
+                                        "` is not served by /pooling here; it serves "
+                                        "\"token_embed\" (per-token vectors). Use "
+                                        "/v1/embeddings for pooled embeddings and /v1/score or "
+                                        "/v1/rerank for scores",
+                                    "task", "unsupported_task");
+  }
+  if (out->encoding_format != EncodingFormat::kFloat || !out->embedding_types.empty()) {
+    return ApiError::InvalidRequest("/pooling returns float vectors only", "encoding_format");
+  }
+  out->per_token = true;
+  out->dimensions.reset();
+  return std::nullopt;
+}
+
 std::optional<ApiError> ParseCohereEmbedRequest(std::string_view body, CohereApiVersion version,
                                                 EmbeddingsRequest* out) {
   *out = EmbeddingsRequest{};

@@ -46,6 +46,10 @@ struct EmbeddingsRequest {
   Scheduling scheduling;
   // TEI's /embed_all: every token's last hidden state instead of one pooled vector per input.
   bool per_token = false;
+  // Late-interaction (ColBERT) models: the first `late_queries` texts are encoded as queries,
+  // the rest as documents; unset: all queries when prompt_name or input_type is "query", else
+  // all documents.
+  std::optional<size_t> late_queries;
 
   bool pretokenized() const { return !token_ids.empty(); }
   size_t num_inputs() const { return pretokenized() ? token_ids.size() : texts.size(); }
@@ -60,6 +64,10 @@ struct EmbeddingsRequest {
 // dimension) is checked by EmbeddingService. Returns the error to send, or nullopt with *out
 // filled.
 std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body, EmbeddingsRequest* out);
+
+// vLLM's `POST /pooling`: the OpenAI embeddings request's fields, and "task" (default
+// "token_embed": every token's vector; the only task served here). Requests a token-id input.
+std::optional<ApiError> ParsePoolingRequest(std::string_view body, EmbeddingsRequest* out);
 
 // Cohere's `POST /v1/embed` and `POST /v2/embed`: "texts" ([string]) or v2's "inputs" ([{"content":
 // [{"type": "text", "text"}]}], an input's text parts joined by newlines), "model",

@@ -590,6 +590,10 @@ void ReplicaPool::Embed(EmbedRequest request, EmbedCallback done) {
       request.token_type_ids.size() != request.sequences.size()) {
     return done(Status::InvalidArgument("token_type_ids must have one entry per sequence"));
   }
+  if (!request.attend_lens.empty()) {  // not in the worker protocol (yet)
+    return done(Status::Unimplemented(
+        "late-interaction queries (ColBERT query expansion) are served by `orchid serve` only"));
+  }
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     if (impl_->stopping) return done(Status::Unavailable("the gateway is shutting down"));

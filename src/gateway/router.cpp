@@ -57,7 +57,7 @@ constexpr RouteEntry kRoutes[] = {
     {"/score", "POST"},         {"/info", "GET"},         {"/similarity", "POST"},
     {"/predict", "POST"},       {"/openapi.json", "GET"}, {"/", "POST"},
     {"/v1/embed", "POST"},      {"/v2/embed", "POST"},    {"/v2/rerank", "POST"},
-    {"/embed_all", "POST"},
+    {"/embed_all", "POST"},     {"/pooling", "POST"},
 };
 
 std::string_view PathOf(std::string_view target) {
@@ -424,6 +424,7 @@ void Router::Route(HttpRequest request, const Reply& reply) {
   if (path == "/embed") return TeiEmbed(std::move(body), client, reply);
   if (path == "/embed_sparse") return TeiEmbedSparse(std::move(body), client, reply);
   if (path == "/embed_all") return TeiEmbedAll(std::move(body), client, reply);
+  if (path == "/pooling") return Pooling(std::move(body), client, reply);
   if (path == "/similarity") return TeiSimilarity(std::move(body), client, reply);
   if (path == "/predict") return TeiPredict(std::move(body), client, reply);
   if (path == "/rerank") return Score(ScoreRoute::kTei, std::move(body), client, reply);
@@ -489,6 +490,22 @@ void Router::Score(ScoreRoute route, std::string body, const Scheduling& client,
   ApiError not_found;
   const RoutedModel* model = Select(request.model, &not_found);
   if (model == nullptr) return reply(error_reply(std::move(not_found)));
+  if (model->embed->late_interaction()) {
+    const std::string name = model->embed->model_name();
+    auto write = [this, route, name](const ScoreRequest& shown, const std::vector<float>& scores,
+                                     int64_t tokens) {
+      switch (route) {
+        case ScoreRoute::kTei:
+          return WriteTeiRerankResponse(shown, scores);
+        case ScoreRoute::kRerank:
+          return WriteRerankResponse(shown, scores, name, tokens);
+        case ScoreRoute::kScore:
+          break;
+      }
+      return WriteScoreResponse(scores, name, tokens, created_);
+    };
+    return LateInteractionScore(*model->embed, std::move(request), write, error_reply, reply);
+  }
   if (route == ScoreRoute::kScore && !model->embed->is_scorer() &&
       !model->embed->model_info().sparse) {
     return EmbeddingScore(*model->embed, std::move(request), reply);
@@ -661,6 +678,54 @@ void Router::TeiEmbedAll(std::string body, const Scheduling& client, const Reply
   });
 }
 
+// vLLM's POST /pooling, task "token_embed": per input, every token's vector (a ColBERT's
+// projected, normalised and filtered as PyLate's encode; another embedder's last hidden state).
+void Router::Pooling(std::string body, const Scheduling& client, const Reply& reply) {
+  EmbeddingsRequest request;
+  if (auto err = ParsePoolingRequest(body, &request)) return reply(ErrorResponse(*err));
+  body.clear();
+  body.shrink_to_fit();
+  AddClient(client, &request.scheduling);
+  if (auto e = TooManyInputs(request)) return reply(ErrorResponse(*e));
+  ApiError not_found;
+  const RoutedModel* model = Select(request.model, &not_found);
+  if (model == nullptr) return reply(ErrorResponse(not_found));
+  EmbeddingService* service = model->embed;
+  if (auto e = NotAnEmbedder(*service)) return reply(ErrorResponse(*e));
+  request.model.reset();  // picked here
+  const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+  service->Embed(std::move(request), [service, reply, created](EmbeddingReply result) {
+    if (result.error) return reply(ErrorResponse(*result.error));
+    try {
+      const EmbeddingMatrix& m = result.embeddings;
+      HttpResponse r;
+      JsonWriter w(&r.body);
+      w.BeginObject().Key("id").String("pool-" + std::to_string(created));
+      w.Key("object").String("list").Key("created").Int(created);
+      w.Key("model").String(service->model_name()).Key("data").BeginArray();
+      int row = 0;
+      for (size_t i = 0; i < result.token_counts.size(); ++i) {
+        w.BeginObject().Key("index").Int(int64_t(i)).Key("object").String("pooling");
+        w.Key("data").BeginArray();
+        for (int t = 0; t < result.token_counts[i] && row < m.rows; ++t, ++row) {
+          w.FloatArray(m.row(row), size_t(m.dim));
+        }
+        w.EndArray().EndObject();
+      }
+      w.EndArray();
+      w.Key("usage").BeginObject().Key("prompt_tokens").Int(result.prompt_tokens);
+      w.Key("total_tokens").Int(result.prompt_tokens).Key("completion_tokens").Int(0);
+      w.EndObject().EndObject();
+      if (row != m.rows) return reply(InternalError(std::runtime_error("per-token rows mismatch")));
+      reply(std::move(r));
+    } catch (const std::exception& e) {
+      reply(InternalError(e));
+    }
+  });
+}
+
 void Router::TeiSimilarity(std::string body, const Scheduling& client, const Reply& reply) {
   EmbeddingsRequest request;
   if (auto err = ParseTeiSimilarityRequest(body, &request)) return reply(TeiErrorResponse(*err));
@@ -720,6 +785,56 @@ void Router::EmbeddingScore(EmbeddingService& service, ScoreRequest request, con
       reply(InternalError(e));
     }
   });
+}
+
+void Router::LateInteractionScore(EmbeddingService& service, ScoreRequest request,
+                                  ScoreWriter write,
+                                  std::function<HttpResponse(ApiError)> error_reply,
+                                  const Reply& reply) {
+  if (request.max_chunks_per_doc.value_or(0) > 0) {
+    return reply(error_reply(ApiError::InvalidRequest(
+        "max_chunks_per_doc does not apply to a late-interaction (ColBERT) model: its documents "
+        "are cut to the model's document_length, as PyLate encodes them",
+        "max_chunks_per_doc")));
+  }
+  EmbeddingsRequest embed;
+  embed.per_token = true;
+  embed.texts = std::move(request.queries);
+  const size_t num_queries = embed.texts.size(), n = request.num_pairs();
+  embed.late_queries = num_queries;
+  for (std::string& d : request.documents) embed.texts.push_back(std::move(d));
+  embed.scheduling = std::move(request.scheduling);
+  auto shown = std::make_shared<ScoreRequest>();
+  shown->top_n = request.top_n;
+  shown->return_text = request.return_text;
+  if (request.return_text) {
+    shown->documents.assign(embed.texts.begin() + std::ptrdiff_t(num_queries), embed.texts.end());
+  }
+  service.Embed(
+      std::move(embed), [shown, write, error_reply, reply, num_queries, n](EmbeddingReply result) {
+        if (result.error) return reply(error_reply(std::move(*result.error)));
+        try {
+          const EmbeddingMatrix& m = result.embeddings;
+          std::vector<size_t> first(result.token_counts.size() + 1, 0);
+          for (size_t i = 0; i < result.token_counts.size(); ++i) {
+            first[i + 1] = first[i] + size_t(result.token_counts[i]);
+          }
+          if (first.size() != num_queries + n + 1 || first.back() != size_t(m.rows)) {
+            return reply(InternalError(std::runtime_error("late-interaction rows mismatch")));
+          }
+          std::vector<float> scores(n);
+          for (size_t i = 0; i < n; ++i) {
+            const size_t q = num_queries == 1 ? 0 : i, d = num_queries + i;
+            scores[i] = float(MaxSim(m.row(int(first[q])), result.token_counts[q],
+                                     m.row(int(first[d])), result.token_counts[d], m.dim));
+          }
+          HttpResponse r;
+          r.body = write(*shown, scores, result.prompt_tokens);
+          reply(std::move(r));
+        } catch (const std::exception& e) {
+          reply(InternalError(e));
+        }
+      });
 }
 
 void Router::TeiPredict(std::string body, const Scheduling& client, const Reply& reply, bool hf) {
@@ -800,6 +915,14 @@ void Router::CohereRerank(std::string body, const Scheduling& client, const Repl
   ApiError not_found;
   const RoutedModel* model = Select(request.model, &not_found);
   if (model == nullptr) return reply(CohereErrorResponse(not_found));
+  if (model->embed->late_interaction()) {
+    auto write = [](const ScoreRequest& shown, const std::vector<float>& scores, int64_t tokens) {
+      return WriteCohereRerankResponse(shown, scores, tokens);
+    };
+    return LateInteractionScore(
+        *model->embed, std::move(request), write, [](ApiError e) { return CohereErrorResponse(e); },
+        reply);
+  }
   if (model->score == nullptr) {
     return reply(CohereErrorResponse(
         ApiError::InvalidRequest("The model `" + model->embed->model_name() + "` is not a reranker",
@@ -929,9 +1052,13 @@ HttpResponse Router::Info() const {
   w.Key("auto_truncate").Bool(m.auto_truncate());
   w.Key("version").String(std::string("orchid ") + ORCHID_VERSION_STRING);
   w.Key("architecture").String(info.architecture);
-  w.Key("dimensions").Int(info.output_dim());
+  w.Key("dimensions").Int(info.late_interaction.enabled ? info.token_dim() : info.output_dim());
   w.Key("normalize").Bool(!m.is_scorer() && m.normalize());
-  if (!m.is_scorer()) w.Key("similarity").String(SimilarityName(m.prompts().similarity));
+  if (info.late_interaction.enabled) {
+    w.Key("similarity").String("MaxSim");
+  } else if (!m.is_scorer()) {
+    w.Key("similarity").String(SimilarityName(m.prompts().similarity));
+  }
   w.Key("models").BeginArray();
   for (const RoutedModel& rm : models_) w.String(rm.embed->model_name());
   w.EndArray().EndObject();

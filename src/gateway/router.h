@@ -132,6 +132,16 @@ class Router {
   void CohereRerank(std::string body, const Scheduling& client, const Reply& reply);
   enum class ScoreRoute { kTei, kRerank, kScore };
   void Score(ScoreRoute route, std::string body, const Scheduling& client, const Reply& reply);
+  // A late-interaction (ColBERT) model's rerank and score routes: MaxSim of each query's
+  // vectors (encoded as a query) against its document's (encoded as a document).
+  // `write` makes the reply's body from the request's options, the scores and the tokens;
+  // `error_reply` answers an error in the route's shape.
+  using ScoreWriter =
+      std::function<std::string(const ScoreRequest&, const std::vector<float>&, int64_t)>;
+  void LateInteractionScore(EmbeddingService& service, ScoreRequest request, ScoreWriter write,
+                            std::function<HttpResponse(ApiError)> error_reply, const Reply& reply);
+  // vLLM's POST /pooling with task "token_embed": every input's per-token vectors.
+  void Pooling(std::string body, const Scheduling& client, const Reply& reply);
   HttpResponse Models() const;
   HttpResponse Model(const std::string& id) const;  // GET /v1/models/{id}
   void WriteModel(const RoutedModel& m, JsonWriter* w) const;

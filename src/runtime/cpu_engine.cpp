@@ -117,10 +117,10 @@ class CpuEngine final : public Engine {
         pooled.normalize[s] = 0;
       }
     }
-    const size_t width = size_t(info_.hidden_size);
+    const size_t width = size_t(info_.token_dim());
     std::vector<float> hidden(size_t(batch.num_tokens()) * width);
     ORCHID_RETURN_IF_ERROR(model_->RunWithHidden(pooled, pool, out.data.data(), hidden.data()));
-    out.token_dim = info_.hidden_size;
+    out.token_dim = info_.token_dim();
     out.token_offsets.assign(1, 0);
     for (int s = 0; s < out.rows; ++s) {
       int32_t end = out.token_offsets.back();
@@ -166,7 +166,7 @@ class FamilyModel final : public Model {
                        float* hidden) override {
     ORCHID_RETURN_IF_ERROR(Run(batch, pool, out, /*prune=*/false));
     std::memcpy(hidden, backend_->data(family_->hidden()),
-                size_t(batch.num_tokens()) * size_t(info_.hidden_size) * sizeof(float));
+                size_t(batch.num_tokens()) * size_t(info_.token_dim()) * sizeof(float));
     return Status::Ok();
   }
   Status Hidden(const RaggedBatch& batch, ThreadPool* pool, float* hidden) override {
@@ -176,7 +176,7 @@ class FamilyModel final : public Model {
     backend_->Begin(batch, /*allow_prune=*/false);
     ORCHID_RETURN_IF_ERROR(family_->Forward(*backend_));
     std::memcpy(hidden, backend_->data(family_->hidden()),
-                size_t(batch.num_tokens()) * size_t(info_.hidden_size) * sizeof(float));
+                size_t(batch.num_tokens()) * size_t(info_.token_dim()) * sizeof(float));
     return Status::Ok();
   }
 

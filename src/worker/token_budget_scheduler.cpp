@@ -577,7 +577,7 @@ void TokenBudgetScheduler::LaunchBatch() {
       const int32_t* type_ids =
           seq_types == nullptr || seq_types->empty() ? nullptr : seq_types->data();
       batch.Add(seq.data(), int(seq.size()), e.request.pooling, e.request.normalize, type_ids,
-                e.request.pool_skip);
+                e.request.pool_skip, e.request.attend_lens.empty() ? 0 : e.request.attend_lens[q]);
       std::vector<int32_t>().swap(seq);  // the batch has its own copy now
       if (seq_types != nullptr) std::vector<int32_t>().swap(*seq_types);
     }

@@ -56,6 +56,9 @@ struct EmbedRequest {
   // Leading tokens of every sequence that pooling leaves out (the prompt, under
   // sentence-transformers' include_prompt: false); 0 = none.
   int pool_skip = 0;
+  // [sequences] or empty: tokens of each sequence that are attended to (RaggedBatch::attend_lens;
+  // 0: all).
+  std::vector<int32_t> attend_lens;
   bool normalize = false;
   // Matryoshka: keep the first `dimensions` values of each row (0 = the whole row), then
   // L2-normalise them when `normalize` is set (OpenAI's normalised embeddings); without it the

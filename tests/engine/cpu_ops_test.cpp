@@ -645,6 +645,67 @@ TEST(CpuOpsTest, RaggedSelfAttentionMatchesReference) {
   });
 }
 
+// Key limits (RaggedBatch::attend_lens: a ColBERT query's [MASK] expansion): every row of
+// sequence s attends to its first key_lens[s] tokens only (0: all), with a sliding window too
+// (ModernBERT's local layers), on the packed, BLAS and bfloat16 paths. bfloat16 is compared
+// within its rounding; the others within 1e-5.
+TEST(CpuOpsTest, RaggedAttentionKeyLimitsMatchReference) {
+  const std::vector<int32_t> lens = {12, 1, 40, 5, 70};
+  const std::vector<int32_t> keys = {8, 0, 33, 5, 20};
+  std::vector<int32_t> cu = {0};
+  for (int32_t l : lens) cu.push_back(cu.back() + l);
+  const int T = cu.back(), heads = 2, hd = 16, H = heads * hd;
+  auto qkv = Random(size_t(T) * 3 * H, 47, -2, 2);
+  for (int window : {0, 8}) {
+    for (int path = 0; path < 3; ++path) {  // packed, BLAS, bfloat16
+      SCOPED_TRACE(::testing::Message() << "window " << window << " path " << path);
+      ForEachPool([&](ThreadPool* pool) {
+        std::vector<float> out(size_t(T) * H, -7.0f);
+        Buffer<float> scratch;
+        AttentionShape shape{heads, heads, hd, false, path == 1};
+        shape.bf16 = path == 2;
+        shape.window = window;
+        shape.key_lens = keys.data();
+        RaggedAttention(pool, qkv.data(), cu.data(), int(lens.size()), shape, out.data(), &scratch);
+        for (size_t s = 0; s < lens.size(); ++s) {
+          const int kv = keys[s] > 0 ? keys[s] : lens[s];
+          for (int h = 0; h < heads; ++h) {
+            for (int i = cu[s]; i < cu[s + 1]; ++i) {
+              const int r = i - cu[s];
+              int lo = 0, hi = kv;
+              if (window > 0) {
+                lo = std::max(0, r - window + 1);
+                hi = std::min(kv, r + window);
+              }
+              std::vector<double> p;
+              double mx = -1e300, sum = 0;
+              for (int j = lo; j < hi; ++j) {
+                double dot = 0;
+                for (int d = 0; d < hd; ++d) {
+                  dot += double(qkv[size_t(i) * 3 * H + size_t(h * hd + d)]) *
+                         qkv[size_t(cu[s] + j) * 3 * H + size_t(H + h * hd + d)];
+                }
+                p.push_back(dot / std::sqrt(double(hd)));
+                mx = std::max(mx, p.back());
+              }
+              for (auto& v : p) sum += (v = std::exp(v - mx));
+              for (int d = 0; d < hd; ++d) {
+                double o = 0;
+                for (int j = lo; j < hi; ++j) {
+                  o += p[size_t(j - lo)] / sum *
+                       qkv[size_t(cu[s] + j) * 3 * H + size_t(2 * H + h * hd + d)];
+                }
+                ASSERT_NEAR(out[size_t(i) * H + size_t(h * hd + d)], o, path == 2 ? 3e-2 : 1e-5)
+                    << "seq " << s << " head " << h << " token " << r;
+              }
+            }
+          }
+        }
+      });
+    }
+  }
+}
+
 // Grouped-query heads and causal masking (Qwen3): a plain reference per (sequence, head, token).
 // 70 tokens cross the causal path's 64-row blocks. Packed and BLAS products both. Six sequences
 // are shared out whole over the pool; two, and five (which do not share out evenly over 2 or 3

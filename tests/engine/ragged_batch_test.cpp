@@ -19,5 +19,24 @@ TEST(RaggedBatchTest, AddAndValidate) {
   EXPECT_EQ(b.Validate(102).code(), StatusCode::kInvalidArgument);
 }
 
+// Attended lengths (a ColBERT query's expansion): one per sequence once any is set, zeros for the
+// sequences before and after; a length past its sequence is refused.
+TEST(RaggedBatchTest, AttendedLengthsStayAlignedWithTheirSequences) {
+  RaggedBatch b;
+  int32_t a[] = {101, 7, 102, 103, 103};
+  b.Add(a, 3, Pooling::kNone, false);
+  EXPECT_TRUE(b.attend_lens.empty());
+  b.Add(a, 5, Pooling::kNone, false, nullptr, 0, 3);
+  b.Add(a, 2, Pooling::kNone, false);
+  EXPECT_EQ(b.attend_lens, (std::vector<int32_t>{0, 3, 0}));
+  EXPECT_TRUE(b.Validate(200).ok());
+  b.attend_lens[2] = 3;  // past its sequence of 2
+  EXPECT_EQ(b.Validate(200).code(), StatusCode::kInternal);
+  b.attend_lens.pop_back();
+  EXPECT_EQ(b.Validate(200).code(), StatusCode::kInternal);
+  b.Clear();
+  EXPECT_TRUE(b.attend_lens.empty());
+}
+
 }  // namespace
 }  // namespace orchid

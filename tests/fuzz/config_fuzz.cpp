@@ -5,7 +5,8 @@
 // (ParseShardIndex: every shard it accepts is a plain file name, and every listed tensor names one
 // of them), and the files the sentence-transformers / transformers precedence reads
 // (tokenizer_config.json for ResolveMaxInputLength, config_sentence_transformers.json for
-// ReadEncodeConfig and ReadCrossEncoderActivation), and a static model's config.json,
+// ReadEncodeConfig, ReadCrossEncoderActivation and PyLate's ReadLateInteractionConfig), Stanford
+// ColBERT's artifact.metadata (ReadStanfordColbertConfig), and a static model's config.json,
 // tokenizer.json, modules.json and table header (ReadStaticEmbedding). The readers take paths, so
 // each input is written into a private temporary directory; they must return an error or a config,
 // never crash.
@@ -143,7 +144,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Write(g_dir + "/config_sentence_transformers.json", bytes);
   (void)orchid::ReadEncodeConfig(g_dir).ok();
   (void)orchid::ReadCrossEncoderActivation(g_dir, 1).ok();
+  if (auto li = orchid::ReadLateInteractionConfig(g_dir); li.ok() && li->enabled) {
+    if (li->query_length < 3 || li->document_length < 3) std::abort();
+  }
   Remove(g_dir + "/config_sentence_transformers.json");
+  // The bytes as Stanford ColBERT's artifact.metadata.
+  Write(g_dir + "/artifact.metadata", bytes);
+  if (auto li = orchid::ReadStanfordColbertConfig(g_dir); li.ok()) {
+    if (li->query_length < 3 || li->document_length < 3 || li->dim < 1) std::abort();
+  }
+  Remove(g_dir + "/artifact.metadata");
 
   // A static model: the bytes as each of its files in turn, the others valid; and as the
   // table's safetensors header.

@@ -1,7 +1,7 @@
-// Arbitrary bytes as the JSON body of POST /v1/embeddings, /embed and /similarity, of Cohere's
-// /v1/embed and /v2/embed, of the rerank routes (/rerank, /v1/rerank, /v2/rerank, /v1/score) and
-// of /predict (and the Hugging Face text classification of POST /): the parsers must return an
-// ApiError or a request that satisfies its documented shape.
+// Arbitrary bytes as the JSON body of POST /v1/embeddings, /embed, /pooling and /similarity, of
+// Cohere's /v1/embed and /v2/embed, of the rerank routes (/rerank, /v1/rerank, /v2/rerank,
+// /v1/score) and of /predict (and the Hugging Face text classification of POST /): the parsers must
+// return an ApiError or a request that satisfies its documented shape.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -43,6 +43,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   {
     orchid::EmbeddingsRequest r;
     if (!orchid::ParseTeiEmbedRequest(body, &r).has_value()) Check(r);
+  }
+  {
+    orchid::EmbeddingsRequest r;  // vLLM's /pooling: per-token, float only
+    if (!orchid::ParsePoolingRequest(body, &r).has_value()) {
+      Check(r);
+      if (!r.per_token || r.encoding_format != orchid::EncodingFormat::kFloat) std::abort();
+    }
   }
   {
     orchid::EmbeddingsRequest r;  // the source sentence and at least one sentence, none empty

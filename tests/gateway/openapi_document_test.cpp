@@ -146,7 +146,8 @@ TEST(OpenApiDocumentTest, EachModelKindGetsTheRoutesItAnswers) {
   OneModel embedder(0, "m");
   EXPECT_EQ(Operations(embedder, parser, &body),
             with({"post /v1/embeddings", "post /embeddings", "post /embed", "post /similarity",
-                  "post /v1/embed", "post /v2/embed", "post /embed_all", "post /v1/score",
+                  "post /v1/embed", "post /v2/embed", "post /embed_all", "post /pooling",
+                  "post /v1/score",
                   "post /score"}));  // vLLM's score of an embedder: its texts' similarity
   simdjson::dom::element doc = parser.parse(body);
   simdjson::dom::element request = doc["components"]["schemas"]["EmbeddingsRequest"];

@@ -261,13 +261,26 @@ TEST_F(RouterTest, OpenApiDescribesEveryRoute) {
   EXPECT_EQ(std::string_view(doc["openapi"]), "3.1.0");
   EXPECT_EQ(std::string_view(doc["info"]["version"]), ORCHID_VERSION_STRING);
   const std::vector<std::pair<std::string, std::string>> routes = {
-      {"/v1/embeddings", "post"}, {"/embeddings", "post"}, {"/embed", "post"},
-      {"/similarity", "post"},    {"/v1/embed", "post"},   {"/v2/embed", "post"},
-      {"/", "get"},               {"/", "post"},           {"/tokenize", "post"},
-      {"/decode", "post"},        {"/v1/models", "get"},   {"/v1/models/{id}", "get"},
-      {"/info", "get"},           {"/health", "get"},      {"/metrics", "get"},
-      {"/openapi.json", "get"},   {"/embed_all", "post"},  {"/v1/score", "post"},
-      {"/score", "post"}};  // an embedder's score: its texts' similarity
+      {"/v1/embeddings", "post"},
+      {"/embeddings", "post"},
+      {"/embed", "post"},
+      {"/similarity", "post"},
+      {"/v1/embed", "post"},
+      {"/v2/embed", "post"},
+      {"/", "get"},
+      {"/", "post"},
+      {"/tokenize", "post"},
+      {"/decode", "post"},
+      {"/v1/models", "get"},
+      {"/v1/models/{id}", "get"},
+      {"/info", "get"},
+      {"/health", "get"},
+      {"/metrics", "get"},
+      {"/openapi.json", "get"},
+      {"/embed_all", "post"},
+      {"/v1/score", "post"},
+      {"/score", "post"},  // an embedder's score: its texts' similarity
+      {"/pooling", "post"}};
   simdjson::dom::object paths = doc["paths"];
   EXPECT_EQ(paths.size(), routes.size() - 1);  // "/" has two
   for (const auto& [path, method] : routes) {

@@ -47,6 +47,7 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
     if (window > 0) {
       lo = std::max(0, i - window + 1);
       if (!causal) hi = std::min(keys, i + window);
+      lo = std::min(lo, hi);  // a query past the attended keys' window sees none: zeros
     }
     std::fill(r, r + lo, 0.0f);
     SoftmaxRows(r + lo, 1, hi - lo, hi - lo);
@@ -106,6 +107,8 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
     float* q_rows = v_packed + v_size;
     float* pos = q_rows + q_size;
     const int start = cu_seqlens[s], len = cu_seqlens[s + 1] - start;
+    // Keys [0, kv) only (RaggedBatch::attend_lens); the rows' other scores become exact zeros.
+    const int kv = shape.key_lens != nullptr && shape.key_lens[s] > 0 ? shape.key_lens[s] : len;
     // The query rows [q0, q1) of the sequence that are wanted; the keys and values are all of it.
     const int q0 = query_rows != nullptr ? query_rows[2 * s] : 0;
     const int q1 = query_rows != nullptr ? query_rows[2 * s + 1] : len;
@@ -131,7 +134,7 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
         constexpr int kRowBlock = 64;
         const int block = causal ? kRowBlock : len;
         for (int r0 = q0; r0 < q1; r0 += block) {
-          const int r1 = std::min(q1, r0 + block), keys = causal ? r1 : len;
+          const int r1 = std::min(q1, r0 + block), keys = causal ? r1 : kv;
           float* s_rows = scores + size_t(r0) * len;
           Gemm(false, true, r1 - r0, keys, head_dim, scale, q_in + size_t(r0) * ld_qkv, ld_qkv, k,
                ld_qkv, 0.0f, s_rows, len);
@@ -166,7 +169,8 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
       // the "weight" rows).
       // bfloat16 products without a bias between them and softmax: the scale is applied inside
       // SoftmaxRowsToBf16, which writes P in bfloat16 itself (the same bits, two passes fewer).
-      const bool fused = half && window == 0 && shape.relative_bias == nullptr && !disentangled;
+      const bool fused =
+          half && window == 0 && kv == len && shape.relative_bias == nullptr && !disentangled;
       auto qk = [&](int r0, int r1, int key_panels) {
         if (!half) {
           PackedGemmTiles(q_rows, head_dim, PanelView{k_packed, len, head_dim}, scale, nullptr,
@@ -222,12 +226,12 @@ void RaggedAttention(ThreadPool* pool, const float* qkv, const int32_t* cu_seqle
         if (fused) {
           SoftmaxRowsToBf16(scores + size_t(q0) * len, q1 - q0, len, len, scale,
                             pb.data() + size_t(q0) * ldp, ldp);
-        } else if (window > 0) {
-          for (int i = q0; i < q1; ++i) softmax_row(scores + size_t(i) * len, i, len);
+        } else if (window > 0 || kv < len) {
+          for (int i = q0; i < q1; ++i) softmax_row(scores + size_t(i) * len, i, kv);
         } else {
           SoftmaxRows(scores + size_t(q0) * len, q1 - q0, len, len);
         }
-        pv(q0, q1, len);
+        pv(q0, q1, kv);
         continue;
       }
       // Causal: rows [r0, r1) only see keys [0, r1), so each block of rows multiplies only that

@@ -43,6 +43,9 @@ struct AttentionShape {
   // > 0: a sliding window. Query i sees keys j with |i - j| < window (bidirectional) or
   // 0 <= i - j < window (causal); the others get exactly zero weight.
   int window = 0;
+  // Optional, bidirectional only: per sequence, the number of leading tokens that are keys
+  // (0: all); the later tokens are queries only (RaggedBatch::attend_lens).
+  const int32_t* key_lens = nullptr;
 };
 
 // qkv: [num_tokens, (num_heads + 2 * num_kv_heads) * head_dim], each row [Q | K | V], heads

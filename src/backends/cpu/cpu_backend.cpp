@@ -282,6 +282,10 @@ Status CpuBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::Atte
                        linear_weights_ == WeightType::kFloat32Blas};
   shape.scale = o.scale;
   shape.window = o.window;
+  if (!batch.attend_lens.empty()) {
+    if (o.causal) return Status::InvalidArgument("attended lengths on causal attention");
+    shape.key_lens = batch.attend_lens.data();
+  }
   // int8 models multiply attention's products in bfloat16 once calibrated (the start-up check's
   // float32 reference passes run before, in float32).
   shape.bf16 = linear_weights_ == WeightType::kInt8 && !calibrating_;

@@ -334,6 +334,11 @@ CudaEngine::~CudaEngine() {
 
 Status CudaEngine::CheckBatch(const RaggedBatch& b) const {
   ORCHID_RETURN_IF_ERROR(b.Validate(info_));
+  if (!b.attend_lens.empty()) {
+    return Status::Unimplemented(
+        "tokens that are not attended to (a ColBERT query's expansion) are not served by the "
+        "cuda engine");
+  }
   for (int s = 0; s < b.num_sequences(); ++s) {
     if (!b.pool_skips.empty() && b.pool_skips[size_t(s)] != 0) {
       return Status::Unimplemented(
