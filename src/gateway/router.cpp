@@ -577,18 +577,34 @@ static std::optional<ApiError> NotAnEmbedder(const EmbeddingService& service) {
       "model", "model_not_an_embedder");
 }
 
+EmbeddingService* Router::EmbedderFor(EmbeddingsRequest* request, const Scheduling& client,
+                                      const Reply& reply,
+                                      HttpResponse (*error)(const ApiError&)) const {
+  AddClient(client, &request->scheduling);
+  if (auto e = TooManyInputs(*request)) {
+    reply(error(*e));
+    return nullptr;
+  }
+  ApiError not_found;
+  const RoutedModel* model = Select(request->model, &not_found);
+  if (model == nullptr) {
+    reply(error(not_found));
+    return nullptr;
+  }
+  if (auto e = NotAnEmbedder(*model->embed)) {
+    reply(error(*e));
+    return nullptr;
+  }
+  return model->embed;
+}
+
 void Router::Embeddings(std::string body, const Scheduling& client, const Reply& reply) {
   EmbeddingsRequest request;
   if (auto err = ParseOpenAiEmbeddingsRequest(body, &request)) return reply(ErrorResponse(*err));
   body.clear();
   body.shrink_to_fit();
-  AddClient(client, &request.scheduling);
-  if (auto e = TooManyInputs(request)) return reply(ErrorResponse(*e));
-  ApiError not_found;
-  const RoutedModel* model = Select(request.model, &not_found);
-  if (model == nullptr) return reply(ErrorResponse(not_found));
-  EmbeddingService* service = model->embed;
-  if (auto e = NotAnEmbedder(*service)) return reply(ErrorResponse(*e));
+  EmbeddingService* service = EmbedderFor(&request, client, reply, ErrorResponse);
+  if (service == nullptr) return;
   const EmbeddingOutput output{request.encoding_format, request.embedding_types,
                                service->native_quantization()};
   service->Embed(std::move(request), [service, reply, output](EmbeddingReply result) {
@@ -685,13 +701,8 @@ void Router::Pooling(std::string body, const Scheduling& client, const Reply& re
   if (auto err = ParsePoolingRequest(body, &request)) return reply(ErrorResponse(*err));
   body.clear();
   body.shrink_to_fit();
-  AddClient(client, &request.scheduling);
-  if (auto e = TooManyInputs(request)) return reply(ErrorResponse(*e));
-  ApiError not_found;
-  const RoutedModel* model = Select(request.model, &not_found);
-  if (model == nullptr) return reply(ErrorResponse(not_found));
-  EmbeddingService* service = model->embed;
-  if (auto e = NotAnEmbedder(*service)) return reply(ErrorResponse(*e));
+  EmbeddingService* service = EmbedderFor(&request, client, reply, ErrorResponse);
+  if (service == nullptr) return;
   request.model.reset();  // picked here
   const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
                               std::chrono::system_clock::now().time_since_epoch())
@@ -881,13 +892,8 @@ void Router::CohereEmbed(CohereApiVersion version, std::string body, const Sched
   }
   body.clear();
   body.shrink_to_fit();
-  AddClient(client, &request.scheduling);
-  if (auto e = TooManyInputs(request)) return reply(CohereErrorResponse(*e));
-  ApiError not_found;
-  const RoutedModel* model = Select(request.model, &not_found);
-  if (model == nullptr) return reply(CohereErrorResponse(not_found));
-  EmbeddingService* service = model->embed;
-  if (auto e = NotAnEmbedder(*service)) return reply(CohereErrorResponse(*e));
+  EmbeddingService* service = EmbedderFor(&request, client, reply, CohereErrorResponse);
+  if (service == nullptr) return;
   const EmbeddingOutput output{EncodingFormat::kFloat, request.embedding_types,
                                service->native_quantization()};
   // Cohere echoes the texts.

@@ -149,6 +149,11 @@ class Router {
   HttpResponse Health() const;
   // The model a request names (nullopt: the first), or the 404 to send.
   const RoutedModel* Select(const std::optional<std::string>& name, ApiError* error) const;
+  // How the embedding routes that name a model (OpenAI, vLLM's /pooling, Cohere) start: the
+  // client's scheduling and the input cap on the request, the model it names, and that it
+  // embeds. Null after replying the error in the route's own shape (`error`).
+  EmbeddingService* EmbedderFor(EmbeddingsRequest* request, const Scheduling& client,
+                                const Reply& reply, HttpResponse (*error)(const ApiError&)) const;
 
   std::vector<RoutedModel> models_;
   EmbeddingService* service_;  // the first model's
