@@ -8,7 +8,7 @@ Rows (every model; a peer that cannot run a model says "not supported: why" in i
                               --int8-serve-anyway --int8-cache off), the whole process: start,
                               model load (int8: its start-up calibration and check), JSONL in,
                               tokenize, engine, .npy out, wall clock
-  orchid int8, check kept     the same with --int8-cache DIR: the untimed warm-up run keeps the
+  orchid int8 (check kept)  the same with --int8-cache DIR: the untimed warm-up run keeps the
                               start-up check's results there and the timed runs read them back
                               (a process started again with the same binary, model and CPU)
   PyTorch fp32 / bf16         sentence-transformers on PyTorch, encode() (model in bfloat16:
@@ -96,7 +96,7 @@ MODELS = {
                                      "Qwen3-Embedding's tokenizer"),
 }
 ORCHID_ROWS = [("orchid fp32", "float32"), ("orchid bf16", "bfloat16"), ("orchid int8", "int8"),
-               ("orchid int8, check kept", "int8-kept")]
+               ("orchid int8 (check kept)", "int8-kept")]
 PEER_ROWS = ["PyTorch fp32", "PyTorch bf16", "ONNX Runtime fp32", "ONNX Runtime int8", "OpenVINO f32",
              "OpenVINO bf16", "CTranslate2 fp32", "CTranslate2 int8"]
 ALL_ROWS = [r for r, _ in ORCHID_ROWS] + PEER_ROWS

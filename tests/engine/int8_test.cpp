@@ -121,9 +121,10 @@ TEST(Int8LinearTest, ActivationRowsAreAsymmetricOverTheirOwnRange) {
 
 // The product oneDNN computes is exactly the integer one: any saturation (vpmaddubsw's int16
 // pairs without VNNI), a wrong zero-point term or a wrong scale shows up far above rounding.
-// n = 53: outputs past the last 16 (the finishing code's scalar tail).
+// n = 53: outputs past the last 16 (the finishing code's scalar tail); n = 117: its four-block
+// loop, then single blocks, then the tail.
 TEST(Int8LinearTest, RunIsTheIntegerProductOfItsQuantizedInputs) {
-  for (const int n : {48, 53}) {
+  for (const int n : {48, 53, 117}) {
     const int k = 160;
     const std::vector<float> weight = Random(size_t(n) * k, 3, 0.05f);
     const std::vector<float> bias = Random(size_t(n), 4, 0.1f);

@@ -101,25 +101,57 @@ struct RowTerms {
   const float* gelu_bias;  // null: none (kGelu)
 };
 
+// One 16-column block of FinishRowAvx512 up to the outliers: a s s_w + lo wsum (+ bias).
+ORCHID_AVX512 inline __m512 DequantizeBlock(const int32_t* a, const RowTerms& t, __m512 vs,
+                                            __m512 vlo, int c) {
+  const __m512 prod =
+      _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(a + c)), _mm512_loadu_ps(t.sw + c));
+  __m512 v = _mm512_fmadd_ps(prod, vs, _mm512_mul_ps(vlo, _mm512_loadu_ps(t.wsum + c)));
+  if (t.bias) v = _mm512_add_ps(v, _mm512_loadu_ps(t.bias + c));
+  return v;
+}
+
+// ...and after them: the accumulation, the GELU and the store.
+ORCHID_AVX512 inline void StoreBlock(__m512 v, const RowTerms& t, bool accumulate, float* y,
+                                     int c) {
+  if (accumulate) v = _mm512_add_ps(v, _mm512_loadu_ps(y + c));
+  if (t.gelu) {
+    if (t.gelu_bias) v = _mm512_add_ps(v, _mm512_loadu_ps(t.gelu_bias + c));
+    v = simd::Gelu(v);
+  }
+  _mm512_storeu_ps(y + c, v);
+}
+
 ORCHID_AVX512 void FinishRowAvx512(const int32_t* a, int n, float s, float lo, const RowTerms& t,
                                    bool accumulate, float* y) {
   const __m512 vs = _mm512_set1_ps(s), vlo = _mm512_set1_ps(lo);
   int c = 0;
+  // Four blocks at a time: each outlier's broadcast serves four independent FMA chains (one
+  // chain per block is latency-bound). Every element sees the same operations in the same
+  // order as in the one-block loop below.
+  for (; c + 64 <= n; c += 64) {
+    __m512 v0 = DequantizeBlock(a, t, vs, vlo, c), v1 = DequantizeBlock(a, t, vs, vlo, c + 16),
+           v2 = DequantizeBlock(a, t, vs, vlo, c + 32), v3 = DequantizeBlock(a, t, vs, vlo, c + 48);
+    for (int o = 0; o < t.num_outliers; ++o) {
+      const __m512 xo = _mm512_set1_ps(t.xo[o]);
+      const float* wo = t.wo + size_t(o) * size_t(n) + size_t(c);
+      v0 = _mm512_fmadd_ps(xo, _mm512_loadu_ps(wo), v0);
+      v1 = _mm512_fmadd_ps(xo, _mm512_loadu_ps(wo + 16), v1);
+      v2 = _mm512_fmadd_ps(xo, _mm512_loadu_ps(wo + 32), v2);
+      v3 = _mm512_fmadd_ps(xo, _mm512_loadu_ps(wo + 48), v3);
+    }
+    StoreBlock(v0, t, accumulate, y, c);
+    StoreBlock(v1, t, accumulate, y, c + 16);
+    StoreBlock(v2, t, accumulate, y, c + 32);
+    StoreBlock(v3, t, accumulate, y, c + 48);
+  }
   for (; c + 16 <= n; c += 16) {
-    const __m512 prod = _mm512_mul_ps(
-        _mm512_cvtepi32_ps(_mm512_loadu_si512(a + c)), _mm512_loadu_ps(t.sw + c));
-    __m512 v = _mm512_fmadd_ps(prod, vs, _mm512_mul_ps(vlo, _mm512_loadu_ps(t.wsum + c)));
-    if (t.bias) v = _mm512_add_ps(v, _mm512_loadu_ps(t.bias + c));
+    __m512 v = DequantizeBlock(a, t, vs, vlo, c);
     for (int o = 0; o < t.num_outliers; ++o) {
       v = _mm512_fmadd_ps(_mm512_set1_ps(t.xo[o]),
                           _mm512_loadu_ps(t.wo + size_t(o) * size_t(n) + size_t(c)), v);
     }
-    if (accumulate) v = _mm512_add_ps(v, _mm512_loadu_ps(y + c));
-    if (t.gelu) {
-      if (t.gelu_bias) v = _mm512_add_ps(v, _mm512_loadu_ps(t.gelu_bias + c));
-      v = simd::Gelu(v);
-    }
-    _mm512_storeu_ps(y + c, v);
+    StoreBlock(v, t, accumulate, y, c);
   }
   const int tail = c;
   for (; c < n; ++c) {

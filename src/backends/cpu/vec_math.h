@@ -122,9 +122,9 @@ ORCHID_AVX512 inline __m512 Exp(__m512 x) {
   y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.6666665459e-1f));
   y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(5.0000001201e-1f));
   y = _mm512_fmadd_ps(y, _mm512_mul_ps(x, x), _mm512_add_ps(x, _mm512_set1_ps(1.0f)));
-  __m512i n = _mm512_cvttps_epi32(fx);
-  n = _mm512_slli_epi32(_mm512_add_epi32(n, _mm512_set1_epi32(127)), 23);
-  return _mm512_mul_ps(y, _mm512_castsi512_ps(n));
+  // y 2^fx in one instruction (fx is already an integer); exact, as the exponent-bits form is,
+  // except below 2^-126, where this gives the subnormal and that form gave 0.
+  return _mm512_scalef_ps(y, fx);
 }
 
 ORCHID_AVX512 inline __m512 Erf(__m512 x) {
