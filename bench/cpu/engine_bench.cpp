@@ -6,6 +6,10 @@
 // embeddings/s, and the first sequence's embedding (so the driver can check fidelity against
 // the peer before trusting the timing). Driven by bench/run-cpu.sh.
 //
+// --per-token: every token's vector instead of the pooled one (no pooling: TEI's /embed_all; a
+// ColBERT model's projected token vectors, before their normalisation); "first_embedding" is
+// then the first sequence's token vectors, one array per token.
+//
 // --interactive: load once, then read case names from stdin, one per line; for each, time one
 // run (after the warm-up runs, the first time a case is asked for) and print
 // {"name", "ms", "first_embedding"} (the embedding the first time only). A driver can so
@@ -50,7 +54,7 @@ int main(int argc, char** argv) {
   std::string model_dir, ids_path, dtype = "float32", gemm = "packed";
   int threads = 0, warmup = 3, min_iters = 10;
   double min_seconds = 3.0;
-  bool interactive = false;
+  bool interactive = false, per_token = false;
   app.add_option("--model", model_dir, "model directory")->required();
   app.add_option("--ids", ids_path, "JSONL file of cases")->required();
   app.add_option("--threads", threads, "engine threads (0 = all cores)");
@@ -59,6 +63,7 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "warm-up runs per case");
   app.add_option("--min-iters", min_iters, "minimum timed runs per case");
   app.add_option("--min-seconds", min_seconds, "minimum timed seconds per case");
+  app.add_flag("--per-token", per_token, "every token's vector, not pooled ones (see above)");
   app.add_flag("--interactive", interactive,
                "time one run per case name read from stdin (see the file's comment)");
   CLI11_PARSE(app, argc, argv);
@@ -125,7 +130,8 @@ int main(int argc, char** argv) {
   auto make_batch = [&](const Case& c) {
     orchid::RaggedBatch batch;
     for (const auto& s : c.seqs) {
-      batch.Add(s.data(), int(s.size()), info.default_pooling, info.default_normalize);
+      batch.Add(s.data(), int(s.size()), per_token ? orchid::Pooling::kNone : info.default_pooling,
+                !per_token && info.default_normalize);
     }
     return batch;
   };
@@ -145,10 +151,24 @@ int main(int argc, char** argv) {
     }
     return true;
   };
-  auto embedding_json = [](const orchid::Embeddings& e) {
+  auto embedding_json = [per_token](const orchid::Embeddings& e) {
+    auto row = [](std::ostringstream& out, const float* x, int n) {
+      out << "[";
+      for (int d = 0; d < n; ++d) out << (d ? "," : "") << x[d];
+      out << "]";
+    };
     std::ostringstream out;
+    out.precision(9);
+    if (!per_token) {
+      row(out, e.row(0), e.dim);
+      return out.str();
+    }
     out << "[";
-    for (int d = 0; d < e.dim; ++d) out << (d ? "," : "") << e.row(0)[d];
+    const int tokens = e.has_tokens() ? e.token_offsets[1] - e.token_offsets[0] : 0;
+    for (int t = 0; t < tokens; ++t) {
+      if (t) out << ",";
+      row(out, e.tokens.data() + size_t(t) * size_t(e.token_dim), e.token_dim);
+    }
     out << "]";
     return out.str();
   };

@@ -8,6 +8,12 @@
 // copied from an input object that has one). The output is written to OUT.partial and renamed
 // when every input is embedded: a failed run leaves no half-written file behind.
 //
+// A late-interaction (ColBERT) model gives each input one vector per kept token, as PyLate's
+// encode(is_query=...) (--input-type query or document, the default): `.npy` is then a float32
+// [vectors, token_dim] matrix of every input's vectors one after the other, with
+// OUT.offsets.npy beside it, int64 [inputs + 1]: input i owns rows offsets[i] .. offsets[i+1];
+// `.jsonl` lines carry "embedding" as an array of vectors.
+//
 // Chunks of --chunk inputs go to the scheduler, up to --in-flight at once, so the engine stays
 // busy while the next chunk is tokenized; rows are written in input order as chunks finish.
 #include <simdjson.h>
@@ -106,11 +112,34 @@ Result<bool> NextLine(std::istream& in, const EmbedOptions& o, size_t* number,
   return false;
 }
 
+// numpy format 1.0: magic, version, header length (little-endian uint16), then a dict literal
+// padded with spaces to `size` bytes in all, ending in '\n'.
+std::string NpyHeader(size_t size, const std::string& descr, const std::string& shape) {
+  std::string dict =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + shape + "), }";
+  std::string header("\x93NUMPY\x01\x00", 8);
+  const size_t len = size - 10;
+  header.push_back(char(len & 0xff));
+  header.push_back(char(len >> 8));
+  dict.resize(len - 1, ' ');
+  return header + dict + "\n";
+}
+
+// Moves `from` to `to`; an error naming both.
+Status Rename(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  std::filesystem::rename(from, to, ec);
+  if (ec) return Status::IoError("cannot rename " + from + " to " + to + ": " + ec.message());
+  return Status::Ok();
+}
+
 // Writes rows as they come: numpy .npy (header rewritten with the final shape) or JSON Lines.
+// Per token (late interaction): each input's rows are its token vectors (token_counts).
 class RowWriter {
  public:
-  static Result<std::unique_ptr<RowWriter>> Open(const std::string& path) {
+  static Result<std::unique_ptr<RowWriter>> Open(const std::string& path, bool per_token) {
     auto w = std::unique_ptr<RowWriter>(new RowWriter);
+    w->per_token_ = per_token;
     const std::string ext = std::filesystem::path(path).extension().string();
     if (ext == ".npy") {
       w->npy_ = true;
@@ -125,70 +154,101 @@ class RowWriter {
     return w;
   }
 
-  Status Write(const Embeddings& m, const std::vector<Line>& lines, size_t first_index) {
+  Status Write(const EmbeddingReply& reply, const std::vector<Line>& lines, size_t first_index) {
+    const Embeddings& m = reply.embeddings;
     if (dim_ < 0) dim_ = m.dim;
     if (m.dim != dim_) return Status::Internal("rows changed width");
+    // Each input's first row: one row per input, or its token vectors.
+    std::vector<size_t> first(lines.size() + 1, 0);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const size_t n = !per_token_                     ? 1
+                       : i < reply.token_counts.size() ? size_t(reply.token_counts[i])
+                                                       : size_t(0);
+      first[i + 1] = first[i] + n;
+    }
+    if (first.back() != size_t(m.rows) ||
+        (per_token_ && reply.token_counts.size() != lines.size())) {
+      return Status::Internal("the engine answered " + std::to_string(m.rows) + " rows for " +
+                              std::to_string(lines.size()) + " inputs");
+    }
     if (npy_) {
       out_.write(reinterpret_cast<const char*>(m.data.data()),
                  std::streamsize(m.data.size() * sizeof(float)));
     } else {
       std::string buf;
-      for (int r = 0; r < m.rows; ++r) {
+      for (size_t i = 0; i < lines.size(); ++i) {
         buf.clear();
         JsonWriter w(&buf);
-        w.BeginObject().Key("index").Int(int64_t(first_index + size_t(r)));
-        if (!lines[size_t(r)].id_json.empty()) w.Key("id").Raw(lines[size_t(r)].id_json);
-        w.Key("embedding").FloatArray(m.row(r), size_t(m.dim)).EndObject();
+        w.BeginObject().Key("index").Int(int64_t(first_index + i));
+        if (!lines[i].id_json.empty()) w.Key("id").Raw(lines[i].id_json);
+        w.Key("embedding");
+        if (per_token_) w.BeginArray();
+        for (size_t r = first[i]; r < first[i + 1]; ++r) w.FloatArray(m.row(int(r)), size_t(m.dim));
+        if (per_token_) w.EndArray();
+        w.EndObject();
         buf.push_back('\n');
         out_.write(buf.data(), std::streamsize(buf.size()));
       }
     }
+    for (size_t i = 1; i < first.size() && per_token_; ++i) {
+      offsets_.push_back(offsets_.back() + int64_t(first[i] - first[i - 1]));
+    }
     rows_ += size_t(m.rows);
+    inputs_ += lines.size();
     return out_ ? Status::Ok() : Status::IoError("cannot write " + partial_);
   }
 
-  // Finishes the file and moves it to its name.
+  // Finishes the file (and a per-token .npy's offsets beside it) and moves it to its name.
   Status Commit() {
     if (npy_) {
-      // numpy format 1.0: magic, version, header length (little-endian uint16), then a dict
-      // literal padded with spaces to a multiple of 64 bytes, ending in '\n'.
-      std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" +
-                         std::to_string(rows_) + ", " + std::to_string(dim_ < 0 ? 0 : dim_) +
-                         "), }";
-      std::string header("\x93NUMPY\x01\x00", 8);
-      const size_t len = kNpyHeader - 10;
-      header.push_back(char(len & 0xff));
-      header.push_back(char(len >> 8));
-      dict.resize(len - 1, ' ');
-      header += dict + "\n";
+      const std::string header = NpyHeader(
+          kNpyHeader, "<f4", std::to_string(rows_) + ", " + std::to_string(dim_ < 0 ? 0 : dim_));
       out_.seekp(0);
       out_.write(header.data(), std::streamsize(header.size()));
     }
     out_.close();
     if (!out_) return Status::IoError("cannot write " + partial_);
-    std::error_code ec;
-    std::filesystem::rename(partial_, path_, ec);
-    if (ec)
-      return Status::IoError("cannot rename " + partial_ + " to " + path_ + ": " + ec.message());
-    return Status::Ok();
+    if (npy_ && per_token_) {
+      // Written and moved first: the vectors appear under their name only once both are whole.
+      std::ofstream off(OffsetsPath() + ".partial", std::ios::binary | std::ios::trunc);
+      const std::string header =
+          NpyHeader(kNpyHeader, "<i8", std::to_string(offsets_.size()) + ",");
+      off.write(header.data(), std::streamsize(header.size()));
+      off.write(reinterpret_cast<const char*>(offsets_.data()),
+                std::streamsize(offsets_.size() * sizeof(int64_t)));
+      off.close();
+      if (!off) return Status::IoError("cannot write " + OffsetsPath() + ".partial");
+      ORCHID_RETURN_IF_ERROR(Rename(OffsetsPath() + ".partial", OffsetsPath()));
+    }
+    return Rename(partial_, path_);
   }
 
   void Abandon() {
     out_.close();
     std::error_code ec;
     std::filesystem::remove(partial_, ec);
+    if (npy_ && per_token_) std::filesystem::remove(OffsetsPath() + ".partial", ec);
   }
 
+  // Inputs written (the progress bar's unit).
+  size_t inputs() const { return inputs_; }
+  // Rows written: one per input, or per kept token.
   size_t rows() const { return rows_; }
+  // OUT.npy's per-input row offsets: OUT.offsets.npy.
+  std::string OffsetsPath() const {
+    return (std::filesystem::path(path_).replace_extension(".offsets.npy")).string();
+  }
 
  private:
   static constexpr size_t kNpyHeader = 128;  // room for any shape
   RowWriter() = default;
   bool npy_ = false;
+  bool per_token_ = false;
   std::string path_, partial_;
   std::ofstream out_;
   int dim_ = -1;
-  size_t rows_ = 0;
+  size_t rows_ = 0, inputs_ = 0;
+  std::vector<int64_t> offsets_{0};  // per token: each input's first row, and the total
 };
 
 // Progress on stderr: a bar redrawn in place on a terminal, a log line every 10 s otherwise.
@@ -251,18 +311,28 @@ int RunEmbed(EmbedOptions o) {
   }
   TruncationSide side = TruncationSide::kRight;
   if (o.truncation_direction == "left") side = TruncationSide::kLeft;
-  auto writer = RowWriter::Open(o.output);
-  if (!writer.ok()) {
-    spdlog::error("{}", writer.status().ToString());
-    return 2;
-  }
   // This command is the only producer and bounds itself (--chunk x --in-flight inputs).
   o.scheduler.max_queued_tokens = std::numeric_limits<int64_t>::max() / 2;
   auto serving = LoadServingModel(o.model, "", o.scheduler, nullptr);
   if (!serving.ok()) {
     spdlog::error("{}: {}", o.model, serving.status().ToString());
-    (*writer)->Abandon();
     return serving.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  // A ColBERT model: one vector per kept token of each input.
+  const bool late = serving->model.info.late_interaction.enabled;
+  if (late && o.dimensions) {
+    spdlog::error(
+        "--dimensions: {} is a late-interaction (ColBERT) model, whose token vectors are not "
+        "truncated",
+        o.model);
+    serving->scheduler->Shutdown();
+    return 2;
+  }
+  auto writer = RowWriter::Open(o.output, late);
+  if (!writer.ok()) {
+    spdlog::error("{}", writer.status().ToString());
+    serving->scheduler->Shutdown();
+    return 2;
   }
   auto tokenizer = LoadModelTokenizer(o.model);
   auto prompts = ReadEncodeConfig(o.model);
@@ -336,11 +406,11 @@ int RunEmbed(EmbedOptions o) {
           }
           return false;
         }
-        if (Status st = (*writer)->Write(c->reply.embeddings, c->lines, c->first_index); !st.ok()) {
+        if (Status st = (*writer)->Write(c->reply, c->lines, c->first_index); !st.ok()) {
           failure = st.ToString();
           return false;
         }
-        progress.Update((*writer)->rows());
+        progress.Update((*writer)->inputs());
         lock.lock();
       }
       const bool room = queue.size() < size_t(o.in_flight);
@@ -376,6 +446,7 @@ int RunEmbed(EmbedOptions o) {
     request.dimensions = o.dimensions;
     request.prompt_name = o.prompt_name;
     request.input_type = o.input_type;
+    request.per_token = late;
     {
       std::lock_guard<std::mutex> lock(mu);
       queue.push_back(chunk);
@@ -402,13 +473,22 @@ int RunEmbed(EmbedOptions o) {
     spdlog::error("{}", failure);
     return 1;
   }
-  progress.Update((*writer)->rows(), /*final=*/true);
+  progress.Update((*writer)->inputs(), /*final=*/true);
   if (Status st = (*writer)->Commit(); !st.ok()) {
     spdlog::error("{}", st.ToString());
     (*writer)->Abandon();
     return 1;
   }
-  spdlog::info("wrote {} embeddings of {} to {}", (*writer)->rows(), serving->model.name, o.output);
+  if (late) {
+    const bool queries = (o.prompt_name ? *o.prompt_name : o.input_type.value_or("")) == "query";
+    spdlog::info("wrote {} token vectors of {} inputs (as {}) of {} to {}{}", (*writer)->rows(),
+                 (*writer)->inputs(), queries ? "queries" : "documents", serving->model.name,
+                 o.output,
+                 o.output.ends_with(".npy") ? ", row offsets in " + (*writer)->OffsetsPath() : "");
+  } else {
+    spdlog::info("wrote {} embeddings of {} to {}", (*writer)->rows(), serving->model.name,
+                 o.output);
+  }
   return 0;
 }
 
@@ -425,7 +505,8 @@ void RegisterEmbedCommand(CLI::App& app, int* exit_code) {
       ->required();
   cmd->add_option("--output", o->output,
                   "OUT.npy (float32 [inputs, dim]) or OUT.jsonl ({\"index\", \"id\"?, "
-                  "\"embedding\"} per line)")
+                  "\"embedding\"} per line); a ColBERT model: OUT.npy float32 [vectors, dim] "
+                  "and OUT.offsets.npy int64 [inputs + 1], or an array of vectors per line")
       ->required();
   cmd->add_option("--field", o->field, "the text's field in object lines")->capture_default_str();
   cmd->add_flag("--truncate", o->truncate,
@@ -438,7 +519,8 @@ void RegisterEmbedCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--prompt-name", o->prompt_name,
                   "a named prompt of the model's config_sentence_transformers.json");
   cmd->add_option("--input-type", o->input_type,
-                  "query or document: that prompt, if the model has one")
+                  "query or document: that prompt, if the model has one (a ColBERT model: "
+                  "encode as queries, [MASK]-expanded, or as documents, the default)")
       ->check(CLI::IsMember({"query", "document"}));
   cmd->add_option("--default-prompt", o->default_prompt,
                   "text put before every input when no --prompt-name / --input-type is given");

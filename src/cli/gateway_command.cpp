@@ -237,10 +237,11 @@ int RunGateway(const GatewayCommandOptions& o) {
       spdlog::info("{}: maximum input length {} tokens ({})", m.name, info.max_seq_length,
                    info.max_seq_length_source);
     }
+    const bool late = info.late_interaction.enabled;
     spdlog::info(
-        "orchid gateway for {} (dim {}, max {} tokens) on http://{} (port {}), {} replica(s)",
-        m.name, info.output_dim(), info.max_seq_length, o.listen, gateway.port(),
-        m.pool->replicas().size());
+        "orchid gateway for {} ({}dim {}, max {} tokens) on http://{} (port {}), {} replica(s)",
+        m.name, late ? "late interaction, token " : "", late ? info.token_dim() : info.output_dim(),
+        info.max_seq_length, o.listen, gateway.port(), m.pool->replicas().size());
   }
 
   spdlog::info("received {}, shutting down", WaitForStopSignal(stop_signals));

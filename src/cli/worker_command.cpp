@@ -43,15 +43,6 @@ int RunWorker(const WorkerOptions& o) {
     spdlog::error("{}", serving.status().ToString());
     return serving.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
-  if (serving->model.info.late_interaction.enabled) {
-    // The worker protocol carries neither the model's late-interaction settings nor a query's
-    // attended length: a gateway in front would answer as for a pooled embedder.
-    spdlog::error(
-        "{}: late-interaction (ColBERT) models are served by `orchid serve` only, not "
-        "by `orchid worker`",
-        o.model_dir);
-    return 2;
-  }
   rpc::WorkerServerOptions wo;
   wo.listen = o.listen;
   wo.model = serving->model;
@@ -88,10 +79,11 @@ int RunWorker(const WorkerOptions& o) {
     }
   }
   const ModelInfo& info = serving->model.info;
-  spdlog::info("orchid worker: {} ({}, dim {}, max {} tokens) on grpc {} (port {}){}{}",
-               serving->model.name, info.architecture, info.output_dim(),
-               serving->model.max_input_tokens, o.listen, server.port(),
-               metrics_server ? ", metrics on http port " : "",
+  const bool late = info.late_interaction.enabled;
+  spdlog::info("orchid worker: {} ({}, {}dim {}, max {} tokens) on grpc {} (port {}){}{}",
+               serving->model.name, info.architecture, late ? "late interaction, token " : "",
+               late ? info.token_dim() : info.output_dim(), serving->model.max_input_tokens,
+               o.listen, server.port(), metrics_server ? ", metrics on http port " : "",
                metrics_server ? std::to_string(metrics_server->port()) : "");
 
   spdlog::info("received {}, draining", WaitForStopSignal(stop_signals));

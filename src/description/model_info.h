@@ -59,6 +59,8 @@ struct LateInteraction {
   bool attend_to_expansion_tokens = false;
   std::vector<std::string> skiplist_words;
   int dim = 0;  // Stanford ColBERT's artifact.metadata "dim" (the projection's width); 0: not given
+
+  bool operator==(const LateInteraction&) const = default;
 };
 
 struct ModelInfo {

@@ -293,9 +293,12 @@ struct ReplicaPool::Impl {
     if (!model) {
       model = *m;
       model_cv.notify_all();
-      spdlog::info("model {} ({}, {} dim {}, max {} tokens) from replica {}", m->name,
-                   m->info.architecture, m->info.task == ModelTask::kScore ? "scorer" : "embedder",
-                   m->info.output_dim(), m->max_input_tokens, r.address);
+      const bool late = m->info.late_interaction.enabled;
+      spdlog::info(
+          "model {} ({}, {} dim {}, max {} tokens) from replica {}", m->name, m->info.architecture,
+          late ? "late-interaction embedder"
+               : (m->info.task == ModelTask::kScore ? "scorer" : "embedder"),
+          late ? m->info.token_dim() : m->info.output_dim(), m->max_input_tokens, r.address);
       return true;
     }
     if (m->name != model->name || m->info.hidden_size != model->info.hidden_size ||
@@ -306,6 +309,12 @@ struct ReplicaPool::Impl {
         m->tokenizer_fingerprint != model->tokenizer_fingerprint) {
       return refuse("it serves " + m->name + " (dim " + std::to_string(m->info.output_dim()) +
                     "), not the pool's " + model->name);
+    }
+    if (!(m->info.late_interaction == model->info.late_interaction) ||
+        m->info.token_dim() != model->info.token_dim()) {
+      return refuse(std::string("its late-interaction (ColBERT) settings or token width differ "
+                                "from the pool's model's (which is ") +
+                    (model->info.late_interaction.enabled ? "" : "not ") + "a ColBERT)");
     }
     return true;
   }
@@ -590,9 +599,8 @@ void ReplicaPool::Embed(EmbedRequest request, EmbedCallback done) {
       request.token_type_ids.size() != request.sequences.size()) {
     return done(Status::InvalidArgument("token_type_ids must have one entry per sequence"));
   }
-  if (!request.attend_lens.empty()) {  // not in the worker protocol (yet)
-    return done(Status::Unimplemented(
-        "late-interaction queries (ColBERT query expansion) are served by `orchid serve` only"));
+  if (!request.attend_lens.empty() && request.attend_lens.size() != request.sequences.size()) {
+    return done(Status::InvalidArgument("attend_lens must have one entry per sequence"));
   }
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
@@ -637,12 +645,14 @@ void ReplicaPool::Embed(EmbedRequest request, EmbedCallback done) {
     part.scheduling.request_class = sched.request_class;
     part.scheduling.flow = sched.flow;
     const bool typed = !request.token_type_ids.empty();
+    const bool limited = !request.attend_lens.empty();
     while (i < request.sequences.size()) {
       const int64_t n = int64_t(request.sequences[i].size());
       if (!part.sequences.empty() && call->tokens + n > impl_->options.chunk_tokens) break;
       call->tokens += n;
       part.sequences.push_back(std::move(request.sequences[i]));
       if (typed) part.token_type_ids.push_back(std::move(request.token_type_ids[i]));
+      if (limited) part.attend_lens.push_back(request.attend_lens[i]);
       ++i;
     }
     tokens_before += size_t(call->tokens);

@@ -97,6 +97,7 @@ Status SequencesFromProto(const google::protobuf::RepeatedPtrField<v1::Sequence>
   out->sequences.clear();
   out->sequences.reserve(size_t(in.size()));
   out->token_type_ids.clear();
+  out->attend_lens.clear();
   *tokens = 0;
   for (int i = 0; i < in.size(); ++i) {
     const v1::Sequence& s = in.Get(i);
@@ -121,6 +122,21 @@ Status SequencesFromProto(const google::protobuf::RepeatedPtrField<v1::Sequence>
                                        " is out of the vocabulary (size " +
                                        std::to_string(model.info.vocab_size) + ")");
       }
+    }
+    if (s.attend_len() != 0) {
+      if (s.attend_len() > uint32_t(n)) {
+        return Status::InvalidArgument(where + ": attend_len " + std::to_string(s.attend_len()) +
+                                       " is more than its " + std::to_string(n) + " tokens");
+      }
+      if (model.info.causal) {
+        return Status::InvalidArgument(
+            where + ": attend_len needs bidirectional attention; this model is causal");
+      }
+      // Sequences before the first with a limit get 0 (all attended to).
+      out->attend_lens.resize(size_t(i), 0);
+      out->attend_lens.push_back(int32_t(s.attend_len()));
+    } else if (!out->attend_lens.empty()) {
+      out->attend_lens.push_back(0);
     }
     out->sequences.emplace_back(s.token_ids().begin(), s.token_ids().end());
     if (s.token_type_ids_size() != 0) {
@@ -152,6 +168,35 @@ Status SchedulingFromProto(int32_t priority, v1::RequestClass c, uint64_t flow, 
     default:
       return Status::InvalidArgument("unknown request_class " + std::to_string(int(c)));
   }
+}
+
+// A late-interaction worker's settings (the gateway encodes texts with them) and the width of
+// its token vectors, checked as a model directory's would be.
+Status LateInteractionFromProto(const v1::InfoResponse& in, ModelInfo* info) {
+  if (!in.has_late_interaction() || in.token_dim() == 0) {
+    return Status::Corrupt("worker serves a late-interaction model without its settings");
+  }
+  const v1::LateInteraction& l = in.late_interaction();
+  // The bounds a model directory's settings are read with (description/sentence_transformers).
+  constexpr uint32_t kMaxLength = 1u << 16;
+  if (l.query_length() < 3 || l.document_length() < 3 || l.query_length() > kMaxLength ||
+      l.document_length() > kMaxLength || in.token_dim() > kMaxLength) {
+    return Status::Corrupt("worker's late-interaction settings are out of range (query length " +
+                           std::to_string(l.query_length()) + ", document length " +
+                           std::to_string(l.document_length()) + ", token width " +
+                           std::to_string(in.token_dim()) + ")");
+  }
+  LateInteraction& li = info->late_interaction;
+  li.enabled = true;
+  li.query_prefix = l.query_prefix();
+  li.document_prefix = l.document_prefix();
+  li.query_length = int(l.query_length());
+  li.document_length = int(l.document_length());
+  li.do_query_expansion = l.do_query_expansion();
+  li.attend_to_expansion_tokens = l.attend_to_expansion_tokens();
+  li.skiplist_words.assign(l.skiplist_words().begin(), l.skiplist_words().end());
+  info->token_embedding_dim = int(in.token_dim());
+  return Status::Ok();
 }
 
 }  // namespace
@@ -212,6 +257,9 @@ void ToProto(EmbedRequest&& in, v1::EmbedRequest* out) {
     v1::Sequence* s = out->add_sequences();
     s->mutable_token_ids()->Add(seq.begin(), seq.end());
     std::vector<int32_t>().swap(seq);
+    if (i < in.attend_lens.size() && in.attend_lens[i] > 0) {
+      s->set_attend_len(uint32_t(in.attend_lens[i]));
+    }
     if (i < in.token_type_ids.size() && !in.token_type_ids[i].empty()) {
       std::vector<int32_t>& types = in.token_type_ids[i];
       s->mutable_token_type_ids()->Add(types.begin(), types.end());
@@ -276,7 +324,20 @@ void ToProto(const WorkerModel& model, int max_batch_tokens, v1::InfoResponse* o
   out->set_architecture(model.info.architecture);
   out->set_dim(uint32_t(model.info.output_dim()));
   out->set_hidden_size(uint32_t(model.info.hidden_size));
-  out->set_task(model.info.task == ModelTask::kScore ? v1::MODEL_TASK_SCORE : v1::MODEL_TASK_EMBED);
+  out->set_task(model.info.task == ModelTask::kScore  ? v1::MODEL_TASK_SCORE
+                : model.info.late_interaction.enabled ? v1::MODEL_TASK_LATE_INTERACTION
+                                                      : v1::MODEL_TASK_EMBED);
+  if (const LateInteraction& li = model.info.late_interaction; li.enabled) {
+    v1::LateInteraction* l = out->mutable_late_interaction();
+    l->set_query_prefix(li.query_prefix);
+    l->set_document_prefix(li.document_prefix);
+    l->set_query_length(uint32_t(std::max(0, li.query_length)));
+    l->set_document_length(uint32_t(std::max(0, li.document_length)));
+    l->set_do_query_expansion(li.do_query_expansion);
+    l->set_attend_to_expansion_tokens(li.attend_to_expansion_tokens);
+    for (const std::string& w : li.skiplist_words) l->add_skiplist_words(w);
+  }
+  out->set_token_dim(uint32_t(std::max(0, model.info.token_embedding_dim)));
   out->set_num_labels(uint32_t(std::max(0, model.info.num_labels)));
   out->set_score_activation(model.info.score_activation == ScoreActivation::kIdentity
                                 ? v1::SCORE_ACTIVATION_IDENTITY
@@ -328,6 +389,10 @@ Result<WorkerModel> FromProto(const v1::InfoResponse& in) {
       break;
     case v1::MODEL_TASK_SCORE:
       m.info.task = ModelTask::kScore;
+      break;
+    case v1::MODEL_TASK_LATE_INTERACTION:
+      m.info.task = ModelTask::kEmbed;
+      ORCHID_RETURN_IF_ERROR(LateInteractionFromProto(in, &m.info));
       break;
     default:
       return Status::Corrupt("worker serves a model task this gateway does not know");

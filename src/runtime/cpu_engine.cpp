@@ -188,11 +188,24 @@ class FamilyModel final : public Model {
 
 // What the int8 gate compares for each sequence of `batch`: the output row (embedders), or
 // the last hidden states of all its tokens (scorers: one or a few logits say little of the
-// body's fidelity). rows[s] is the sequence's vector.
+// body's fidelity) as one vector per sequence; late-interaction (ColBERT) models: each token's
+// projected vector on its own, the vectors their users get (each normalised alone, so each is
+// compared alone).
 Status GateOutputs(FamilyModel* model, const RaggedBatch& batch, ThreadPool* pool,
                    std::vector<std::vector<float>>* rows) {
   const ModelInfo& info = model->info();
   rows->assign(size_t(batch.num_sequences()), {});
+  if (info.late_interaction.enabled) {
+    const size_t width = size_t(info.token_dim());
+    std::vector<float> vectors(size_t(batch.num_tokens()) * width);
+    ORCHID_RETURN_IF_ERROR(model->Hidden(batch, pool, vectors.data()));
+    rows->assign(size_t(batch.num_tokens()), {});
+    for (size_t t = 0; t < rows->size(); ++t) {
+      (*rows)[t].assign(vectors.begin() + ptrdiff_t(t * width),
+                        vectors.begin() + ptrdiff_t((t + 1) * width));
+    }
+    return Status::Ok();
+  }
   if (info.task == ModelTask::kScore) {
     const size_t width = size_t(info.hidden_size);
     std::vector<float> hidden(size_t(batch.num_tokens()) * width);
@@ -303,7 +316,7 @@ Status QuantizeInt8(FamilyModel* model, const std::string& dir, const Int8Option
     sum += c;
     f.min_cosine = std::min(f.min_cosine, c);
   }
-  f.mean_cosine = sum / double(f.samples);
+  f.mean_cosine = sum / double(reference.size());
   f.source = "measured at this start";
   if (!cache_path.empty()) {
     record.samples = f.samples;

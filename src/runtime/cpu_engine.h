@@ -32,11 +32,12 @@ class Model {
   // the calling thread only). prune: the last layer may compute only the rows pooling reads
   // (the engine always allows it; false is for tests that compare the two).
   virtual Status Run(const RaggedBatch& batch, ThreadPool* pool, float* out, bool prune) = 0;
-  // The last layer's per-token hidden states, hidden: [batch.num_tokens(), hidden_size], every
-  // row computed (no pruning). Validates the batch first. For tests and per-token output.
+  // The last layer's per-token hidden states, hidden: [batch.num_tokens(), token_dim()], every
+  // row computed (no pruning; a late-interaction model's: each token's projected vector, not
+  // normalised). Validates the batch first. For tests and per-token output.
   virtual Status Hidden(const RaggedBatch& batch, ThreadPool* pool, float* hidden) = 0;
-  // Run() (not pruned) and, into hidden ([batch.num_tokens(), hidden_size]), every token's last
-  // hidden state from the same pass. The default makes two passes.
+  // Run() (not pruned) and, into hidden ([batch.num_tokens(), token_dim()]), every token's
+  // per-token output from the same pass. The default makes two passes.
   virtual Status RunWithHidden(const RaggedBatch& batch, ThreadPool* pool, float* out,
                                float* hidden) {
     ORCHID_RETURN_IF_ERROR(Run(batch, pool, out, false));
@@ -48,7 +49,8 @@ class Model {
 // (int8_samples.h), which measures each int8 layer's input range per channel (the SmoothQuant
 // factors, cpu_backend.h); then on the gate texts in float32, is quantized, and runs them again
 // in int8. The cosine between the two outputs of each text (embedders: the embedding; scorers:
-// the last hidden states of all its tokens, which the head reads) is ModelInfo::fidelity.
+// the last hidden states of all its tokens, which the head reads; late-interaction models: each
+// of its token vectors alone, the mean and minimum over all of them) is ModelInfo::fidelity.
 // Below min_mean_cosine or min_cosine, LoadModel refuses the model (FailedPrecondition, naming
 // the numbers) unless serve_anyway.
 struct Int8Options {

@@ -133,17 +133,19 @@ def free_port():
 
 # Split serving: `orchid worker` processes and an `orchid gateway` in front of them.
 class Worker:
-    def __init__(self, port=None, metrics_port=None, *extra, host="127.0.0.1", wrap=()):
+    def __init__(self, port=None, metrics_port=None, *extra, host="127.0.0.1", wrap=(),
+                 model=None):
         self.port = port or free_port()
         self.metrics_port = metrics_port or free_port()
         self.extra = extra
         self.host = host
         self.wrap = wrap
+        self.model = model or ORCHID_MODEL
         self.start()
 
     def start(self):
         self.proc = OrchidProcess(
-            ["worker", "--model", str(ORCHID_MODEL), "--listen", self.address,
+            ["worker", "--model", str(self.model), "--listen", self.address,
              "--metrics-listen", f"{self.host}:{self.metrics_port}", "--threads", "1",
              *self.extra],
             ready=r"orchid worker: .* on grpc ", name=f"worker:{self.address}", wrap=self.wrap)
@@ -157,12 +159,12 @@ class Worker:
 
 
 class Gateway:
-    def __init__(self, workers, *extra):
+    def __init__(self, workers, *extra, model=None):
         backends = []
         for w in workers:
             backends += ["--backend", w.address]
         self.proc = OrchidProcess(
-            ["gateway", "--listen", "127.0.0.1:0", "--model", str(ORCHID_MODEL),
+            ["gateway", "--listen", "127.0.0.1:0", "--model", str(model or ORCHID_MODEL),
              "--health-interval", "0.2", *backends, *extra],
             ready=r"orchid gateway for .* \(port (\d+)\)", name="gateway")
         self.url = f"http://127.0.0.1:{self.proc.ready.group(1)}"

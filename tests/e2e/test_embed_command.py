@@ -1,20 +1,21 @@
 """`orchid embed`: offline bulk embedding of a JSON Lines file into .npy or .jsonl, against
-sentence-transformers' own embeddings of the same sentences (tests/fixtures/stsb)."""
+sentence-transformers' own embeddings of the same sentences (tests/fixtures/stsb); a ColBERT
+model's per-token vectors against PyLate's (tests/fixtures/colbert, make_colbert.py)."""
 import json
 import subprocess
 
 import numpy as np
 import pytest
 
-from support import (EMBEDDINGS, LONG_INDEX, MIN_COSINE, ORCHID_BIN, ORCHID_MODEL, SENTENCES,
+from support import (EMBEDDINGS, LONG_INDEX, MIN_COSINE, ORCHID_BIN, ORCHID_MODEL, REPO, SENTENCES,
                      cosines)
 
 
-def embed(tmp_path, lines, out_name, *args):
+def embed(tmp_path, lines, out_name, *args, model=ORCHID_MODEL):
     src = tmp_path / "in.jsonl"
     src.write_text("".join(lines), encoding="utf-8")
     out = tmp_path / out_name
-    p = subprocess.run([str(ORCHID_BIN), "embed", "--model", str(ORCHID_MODEL), "--input", str(src),
+    p = subprocess.run([str(ORCHID_BIN), "embed", "--model", str(model), "--input", str(src),
                         "--output", str(out), "--threads", "2", *args],
                        capture_output=True, text=True, timeout=300)
     return p, out
@@ -73,3 +74,55 @@ def test_an_over_long_input_needs_truncate(tmp_path):
     assert "in.jsonl:2: has" in p.stdout + p.stderr and "pass --truncate" in p.stdout + p.stderr, \
         p.stdout + p.stderr
     assert not out.exists()
+
+
+def colbert(name):
+    model = REPO / "models" / "fixtures" / name
+    if not (model / "config.json").exists():
+        pytest.fail(f"{model} missing (run `make fixtures`)")
+    return model, json.loads((REPO / "tests" / "fixtures" / "colbert" / f"{name}.json").read_text())
+
+
+def assert_pylate_vectors(got, expected):
+    got, expected = np.asarray(got, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    assert got.shape == expected.shape
+    c = (got * expected).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(expected, axis=1)
+    assert c.min() >= 0.99999, c.min()
+
+
+@pytest.mark.parametrize("name", ["colbert-bert", "colbert-xlmr", "colbert-stanford"])
+@pytest.mark.parametrize("kind", ["queries", "documents"])
+def test_colbert_token_vectors_are_pylates(tmp_path, name, kind):
+    """A ColBERT model: each input's vectors as PyLate's encode(is_query=...) gives them (queries
+    [MASK]-expanded, documents without punctuation, normalised); .npy holds them one input after
+    the other with OUT.offsets.npy beside it, .jsonl an array of vectors per line."""
+    model, golden = colbert(name)
+    items = golden[kind]
+    lines = [json.dumps({"id": f"t{i}", "text": x["text"]}) + "\n" for i, x in enumerate(items)]
+    args = ["--input-type", "query"] if kind == "queries" else []
+    p, out = embed(tmp_path, lines, "v.npy", "--chunk", "2", *args, model=model)
+    assert p.returncode == 0, p.stdout + p.stderr
+    vectors, offsets = np.load(out), np.load(tmp_path / "v.offsets.npy")
+    assert vectors.dtype == np.float32 and offsets.dtype == np.int64
+    assert offsets.tolist() == np.cumsum([0] + [len(x["vectors"]) for x in items]).tolist()
+    assert vectors.shape == (offsets[-1], len(items[0]["vectors"][0]))
+    for i, x in enumerate(items):
+        assert_pylate_vectors(vectors[offsets[i]:offsets[i + 1]], x["vectors"])
+    assert not list(tmp_path.glob("*.partial"))
+
+    p, out = embed(tmp_path, lines, "v.jsonl", *args, model=model)
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["index"] for r in rows] == list(range(len(items)))
+    assert [r["id"] for r in rows] == [f"t{i}" for i in range(len(items))]
+    for r, x in zip(rows, items):
+        assert_pylate_vectors(r["embedding"], x["vectors"])
+
+
+def test_colbert_refuses_dimensions_and_writes_nothing(tmp_path):
+    model, golden = colbert("colbert-bert")
+    p, out = embed(tmp_path, [json.dumps("hello") + "\n"], "v.npy", "--dimensions", "8",
+                   model=model)
+    assert p.returncode == 2
+    assert "late-interaction" in p.stdout + p.stderr, p.stdout + p.stderr
+    assert not list(tmp_path.glob("v.*"))

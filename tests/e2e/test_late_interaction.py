@@ -153,12 +153,3 @@ def test_markers_the_tokenizer_lacks_are_refused_at_start_up(tmp_path):
     assert r.returncode != 0
     assert 'query prefix "[X] " is not a token of the tokenizer' in r.stdout + r.stderr, r.stderr
 
-
-def test_worker_refuses_late_interaction():
-    """The worker protocol carries no late-interaction settings: `orchid worker` refuses such a
-    model rather than let a gateway answer for it as for a pooled embedder."""
-    r = subprocess.run([str(ORCHID_BIN), "worker", "--model",
-                        str(REPO / "models" / "fixtures" / "colbert-bert"), "--listen",
-                        "127.0.0.1:0"], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2
-    assert "served by `orchid serve` only" in r.stdout + r.stderr

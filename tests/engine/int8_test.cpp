@@ -289,6 +289,73 @@ TEST(Int8LoadTest, FidelityIsTheCosineOfInt8AgainstFloat32OnTheGateTexts) {
   }
 }
 
+// A late-interaction (ColBERT) model's gate measures what its users get: each token's projected
+// vector against float32's, one by one (mean and minimum over all of them), not the pooled row
+// such a model never serves. The vectors compared are the engine's per-token output.
+TEST(Int8LoadTest, AColbertModelsFidelityIsOverItsTokenVectors) {
+  const std::string dir = kFixtures + "/colbert-bert";
+  Int8Options anyway;
+  anyway.serve_anyway = true;
+  auto loaded = LoadInt8(dir, anyway);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  const ModelInfo info = loaded->model->info();
+  ASSERT_TRUE(info.late_interaction.enabled);
+  ASSERT_NE(info.token_dim(), info.hidden_size);
+  EXPECT_EQ(info.fidelity.samples, int(Int8GateTexts().size()));
+  auto fp32 = LoadModel(dir);
+  ASSERT_TRUE(fp32.ok()) << fp32.status().ToString();
+  const int limit = info.max_seq_length > 0 ? info.max_seq_length : info.max_position_embeddings;
+  auto batch =
+      EncodeSampleBatch(*loaded->tokenizer, Int8GateTexts(), size_t(std::min(256, limit)), info);
+  ASSERT_TRUE(batch.ok());
+  const size_t width = size_t(info.token_dim()), tokens = size_t(batch->num_tokens());
+  std::vector<float> a(tokens * width), b(tokens * width);
+  std::vector<float> pa(size_t(batch->num_sequences()) * size_t(info.output_dim())), pb(pa.size());
+  ThreadPool pool(2);
+  ASSERT_TRUE((*fp32)->Hidden(*batch, &pool, a.data()).ok());
+  ASSERT_TRUE(loaded->model->Hidden(*batch, &pool, b.data()).ok());
+  ASSERT_TRUE((*fp32)->Run(*batch, &pool, pa.data(), true).ok());
+  ASSERT_TRUE(loaded->model->Run(*batch, &pool, pb.data(), true).ok());
+  auto cosine = [](const float* x, const float* y, size_t n) {
+    double xy = 0, xx = 0, yy = 0;
+    for (size_t i = 0; i < n; ++i) {
+      xy += double(x[i]) * y[i];
+      xx += double(x[i]) * x[i];
+      yy += double(y[i]) * y[i];
+    }
+    return xy / std::sqrt(xx * yy);
+  };
+  double sum = 0, min = 1;
+  for (size_t t = 0; t < tokens; ++t) {
+    const double c = cosine(a.data() + t * width, b.data() + t * width, width);
+    sum += c;
+    min = std::min(min, c);
+  }
+  EXPECT_NEAR(info.fidelity.mean_cosine, sum / double(tokens), 1e-9);
+  EXPECT_NEAR(info.fidelity.min_cosine, min, 1e-9);
+  EXPECT_LT(min, 1.0);
+  double pooled_min = 1;
+  for (int s = 0; s < batch->num_sequences(); ++s) {
+    const size_t w = size_t(info.output_dim());
+    pooled_min =
+        std::min(pooled_min, cosine(pa.data() + size_t(s) * w, pb.data() + size_t(s) * w, w));
+  }
+  EXPECT_NE(info.fidelity.min_cosine, pooled_min) << "the gate measured the pooled rows";
+
+  // Those vectors are what the engine serves per token (before the gateway normalises them).
+  RaggedBatch per_token;
+  for (int s = 0; s < batch->num_sequences(); ++s) {
+    per_token.Add(batch->token_ids.data() + batch->cu_seqlens[size_t(s)], batch->seq_len(s),
+                  Pooling::kNone, false);
+  }
+  auto engine = MakeCpuEngine(std::move(loaded->model), {.num_threads = 2});
+  const Result<Embeddings> served = engine->Submit(per_token).wait();
+  ASSERT_TRUE(served.ok()) << served.status().ToString();
+  ASSERT_EQ(served->token_dim, int(width));
+  ASSERT_EQ(served->tokens.size(), b.size());
+  for (size_t i = 0; i < b.size(); ++i) ASSERT_EQ(served->tokens[i], b[i]) << i;
+}
+
 TEST(Int8LoadTest, RefusesBelowTheThresholdsUnlessServeAnyway) {
   const std::string dir = kFixtures + "/mpnet-embed";
   for (bool on_min : {false, true}) {

@@ -175,5 +175,107 @@ TEST(ConvertTest, InfoCarriesTokenTypesAndTheEmbeddingWidth) {
   EXPECT_EQ(back->info.type_vocab_size, 2);
 }
 
+// ColBERT through the split (issue 32): a query's attended length (its [MASK] expansion is not
+// attended to) travels per sequence; none set reads as no limits at all.
+TEST(ConvertTest, AttendedLengthsRoundTripPerSequence) {
+  rpc::WorkerModel model;
+  model.name = "m";
+  model.info.vocab_size = 100;
+  model.info.hidden_size = 4;
+  model.max_input_tokens = 8;
+  EmbedRequest in;
+  in.sequences = {{5, 6}, {7, 8, 9, 9}, {10}};
+  in.attend_lens = {0, 3, 0};
+  v1::EmbedRequest msg;
+  rpc::ToProto(std::move(in), &msg);
+  ASSERT_EQ(msg.sequences_size(), 3);
+  EXPECT_EQ(msg.sequences(0).attend_len(), 0u);
+  EXPECT_EQ(msg.sequences(1).attend_len(), 3u);
+  EmbedRequest out;
+  int64_t tokens = 0;
+  ASSERT_TRUE(rpc::FromProto(msg, model, &out, &tokens).ok());
+  EXPECT_EQ(out.attend_lens, (std::vector<int32_t>{0, 3, 0}));
+
+  // Only the first sequence limited: the others read as 0.
+  msg.mutable_sequences(0)->set_attend_len(1);
+  msg.mutable_sequences(1)->set_attend_len(0);
+  ASSERT_TRUE(rpc::FromProto(msg, model, &out, &tokens).ok());
+  EXPECT_EQ(out.attend_lens, (std::vector<int32_t>{1, 0, 0}));
+
+  v1::EmbedRequest plain;
+  plain.add_sequences()->add_token_ids(3);
+  ASSERT_TRUE(rpc::FromProto(plain, model, &out, &tokens).ok());
+  EXPECT_TRUE(out.attend_lens.empty());
+
+  // More than the sequence's tokens, or on a causal model: refused, naming the sequence.
+  msg.mutable_sequences(2)->set_attend_len(2);
+  Status st = rpc::FromProto(msg, model, &out, &tokens);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("sequence 2"), std::string::npos) << st.message();
+  msg.mutable_sequences(2)->set_attend_len(1);
+  ASSERT_TRUE(rpc::FromProto(msg, model, &out, &tokens).ok());
+  model.info.causal = true;
+  EXPECT_EQ(rpc::FromProto(msg, model, &out, &tokens).code(), StatusCode::kInvalidArgument);
+}
+
+// A ColBERT worker tells the gateway how texts become its tokens and how wide its token vectors
+// are, under a task of its own (a gateway older than it keeps the worker out as an unknown
+// task rather than answer for it as for a pooled embedder).
+TEST(ConvertTest, InfoCarriesTheLateInteractionSettings) {
+  rpc::WorkerModel m;
+  m.name = "colbert";
+  m.info.vocab_size = 100;
+  m.info.hidden_size = 32;
+  m.max_input_tokens = 512;
+  LateInteraction& li = m.info.late_interaction;
+  li.enabled = true;
+  li.query_prefix = "[unused0]";
+  li.document_prefix = "[unused1]";
+  li.query_length = 40;
+  li.document_length = 300;
+  li.do_query_expansion = true;
+  li.attend_to_expansion_tokens = true;
+  li.skiplist_words = {"!", ",", "."};
+  m.info.token_embedding_dim = 12;
+  v1::InfoResponse info;
+  rpc::ToProto(m, 1024, &info);
+  EXPECT_EQ(info.task(), v1::MODEL_TASK_LATE_INTERACTION);
+  EXPECT_EQ(info.dim(), 32u);
+  EXPECT_EQ(info.token_dim(), 12u);
+  Result<rpc::WorkerModel> back = rpc::FromProto(info);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->info.task, ModelTask::kEmbed);
+  EXPECT_TRUE(back->info.late_interaction == li);
+  EXPECT_EQ(back->info.token_dim(), 12);
+  EXPECT_EQ(back->info.output_dim(), 32);
+
+  // An embedder says nothing of it.
+  rpc::WorkerModel plain = m;
+  plain.info.late_interaction = LateInteraction();
+  plain.info.token_embedding_dim = 0;
+  v1::InfoResponse plain_info;
+  rpc::ToProto(plain, 1024, &plain_info);
+  EXPECT_EQ(plain_info.task(), v1::MODEL_TASK_EMBED);
+  EXPECT_FALSE(plain_info.has_late_interaction());
+  back = rpc::FromProto(plain_info);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_FALSE(back->info.late_interaction.enabled);
+  EXPECT_EQ(back->info.token_dim(), 32);
+
+  // The task without its settings, or settings out of range: refused.
+  v1::InfoResponse bad = info;
+  bad.clear_late_interaction();
+  EXPECT_EQ(rpc::FromProto(bad).status().code(), StatusCode::kCorrupt);
+  bad = info;
+  bad.set_token_dim(0);
+  EXPECT_EQ(rpc::FromProto(bad).status().code(), StatusCode::kCorrupt);
+  bad = info;
+  bad.mutable_late_interaction()->set_query_length(1);
+  EXPECT_EQ(rpc::FromProto(bad).status().code(), StatusCode::kCorrupt);
+  bad = info;
+  bad.mutable_late_interaction()->set_document_length(1u << 30);
+  EXPECT_EQ(rpc::FromProto(bad).status().code(), StatusCode::kCorrupt);
+}
+
 }  // namespace
 }  // namespace orchid

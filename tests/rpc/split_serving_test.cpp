@@ -30,10 +30,11 @@ constexpr uint64_t kFingerprint = 0x1234;
 // One fake worker: engine, scheduler and gRPC server on a free port.
 struct FakeWorker {
   explicit FakeWorker(bool auto_complete = true, int64_t max_queued_tokens = 1024,
-                      bool scorer = false)
+                      bool scorer = false, const LateInteraction* late = nullptr)
       : engine(auto_complete, /*vocab_size=*/1000, /*max_seq_length=*/16),
         scheduler(&engine, TokenBudgetSchedulerOptions{64, max_queued_tokens, 2}) {
     if (scorer) engine.MakeScorer();
+    if (late != nullptr) engine.MakeLateInteraction(*late);
     rpc::WorkerServerOptions o;
     o.listen = "127.0.0.1:0";
     o.model.name = "fake-model";
@@ -685,6 +686,76 @@ TEST(ReplicaPool, ChunksCarryTokenTypesToScorers) {
   ASSERT_EQ(e->rows, 12);
   ASSERT_EQ(e->dim, 1);
   for (int i = 0; i < 12; ++i) EXPECT_FLOAT_EQ(e->row(i)[0], want[size_t(i)]) << i;
+}
+
+// ColBERT through the split (issue 32): the workers' late-interaction settings reach the
+// gateway's model, and every query keeps its attended length (its [MASK] expansion not attended
+// to) whichever chunk and replica it lands in; per-token rows come back in order.
+TEST(ReplicaPool, LateInteractionQueriesKeepTheirAttendedLengthsAcrossChunks) {
+  LateInteraction li;
+  li.query_prefix = "[unused0]";
+  li.query_length = 8;
+  li.document_length = 16;
+  li.skiplist_words = {"."};
+  FakeWorker a(true, 1024, false, &li), b(true, 1024, false, &li);
+  auto pool = ReplicaPool::Start(PoolOptions({&a, &b}), 5s);
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  const ModelInfo& info = (*pool)->model_info();
+  EXPECT_TRUE(info.late_interaction == a.engine.info().late_interaction);
+  EXPECT_TRUE(info.late_interaction.enabled);
+  EXPECT_EQ(info.token_dim(), FakeEngine::kDim);
+  ASSERT_TRUE(WaitHealthy(**pool, 2));
+  // Sequence i: ids i + 1, 1 + i % 5 tokens, attending to its first i % length (0: all).
+  EmbedRequest r;
+  r.pooling = Pooling::kNone;
+  r.sequences = Sequences(12);
+  int total = 0;
+  for (size_t i = 0; i < r.sequences.size(); ++i) {
+    r.attend_lens.push_back(int32_t(i % r.sequences[i].size()));
+    total += int(r.sequences[i].size());
+  }
+  const std::vector<int32_t> want = r.attend_lens;
+  const std::vector<std::vector<int32_t>> seqs = r.sequences;
+  std::promise<Result<Embeddings>> p;
+  auto f = p.get_future();
+  (*pool)->Embed(std::move(r), [&p](Result<Embeddings> rows) { p.set_value(std::move(rows)); });
+  Result<Embeddings> e = f.get();
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ASSERT_EQ(e->rows, total);
+  ASSERT_EQ(e->dim, FakeEngine::kDim);
+  int row = 0;
+  for (const auto& seq : seqs) {
+    for (size_t t = 0; t < seq.size(); ++t, ++row) {
+      EXPECT_EQ(e->row(row)[0], float(seq[t])) << row;
+      EXPECT_EQ(e->row(row)[1], float(t)) << row;
+    }
+  }
+  int seen = 0;
+  std::set<const FakeWorker*> used;
+  for (FakeWorker* w : {&a, &b}) {
+    for (size_t k = 0; k < w->engine.num_batches(); ++k) {
+      const RaggedBatch batch = w->engine.batch(k);
+      for (int s = 0; s < batch.num_sequences(); ++s, ++seen) {
+        const size_t i = size_t(batch.token_ids[size_t(batch.cu_seqlens[size_t(s)])] - 1);
+        ASSERT_LT(i, want.size());
+        EXPECT_EQ(batch.attend_lens.empty() ? 0 : batch.attend_lens[size_t(s)], want[i]) << i;
+        used.insert(w);
+      }
+    }
+  }
+  EXPECT_EQ(seen, 12);
+  EXPECT_EQ(used.size(), 2u) << "the chunks should spread over both replicas";
+
+  // The same model name without late interaction: whichever replica answers second is kept
+  // out of the pool (it serves another model than the pool's).
+  FakeWorker plain;
+  auto mixed = ReplicaPool::Start(PoolOptions({&a, &plain}), 5s);
+  ASSERT_TRUE(mixed.ok());
+  ASSERT_TRUE(WaitHealthy(**mixed, 1));
+  std::this_thread::sleep_for(300ms);  // six health rounds: both replicas asked for their Info
+  int healthy = 0;
+  for (const ReplicaState& st : (*mixed)->replicas()) healthy += st.healthy ? 1 : 0;
+  EXPECT_EQ(healthy, 1);
 }
 
 }  // namespace

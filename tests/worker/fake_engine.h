@@ -51,6 +51,13 @@ class FakeEngine : public Engine {
     info_.labels = std::move(labels);
     info_.multi_label = multi_label;
   }
+  // Turns the engine into a late-interaction (ColBERT) embedder with these settings; its
+  // per-token rows stay {token id, position, 7} (call before handing it to a scheduler).
+  void MakeLateInteraction(LateInteraction settings) {
+    info_.late_interaction = std::move(settings);
+    info_.late_interaction.enabled = true;
+    info_.token_embedding_dim = kDim;
+  }
   static float ClassifierLogit(int length, int type_id_sum, int k) {
     return k == 0 ? ScorerLogit(length, type_id_sum) : 0.5f * float(k) * float(length - 4);
   }
