@@ -344,7 +344,6 @@ void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(Embed
     e.http_status = 404;
     return fail(std::move(e));
   }
-  if (request.per_token) request.dimensions.reset();  // no pooled vector to truncate
   int dims = dim_;
   if (request.dimensions) {
     if (*request.dimensions < 1 || *request.dimensions > dim_) {
@@ -362,6 +361,8 @@ void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(Embed
           "dimensions"));
     }
   }
+  // Per-token output has no pooled vector to truncate: a valid `dimensions` is ignored there.
+  if (request.per_token) request.dimensions.reset();
   EmbedRequest job;
   std::string task;
   if (auto err = SelectTask(request, &job.adapter, &task)) return fail(std::move(*err));

@@ -200,4 +200,4 @@ def test_embed_command_task(model_dir, tmp_path):
     p = subprocess.run([str(ORCHID_BIN), "embed", "--model", str(model_dir), "--input", str(src),
                         "--output", str(tmp_path / "bad.npy"), "--task", "nope", "--quiet"],
                        capture_output=True, text=True, timeout=300)
-    assert p.returncode != 0 and "retrieval.query" in p.stderr, p.stderr
+    assert p.returncode != 0 and "retrieval.query" in p.stdout + p.stderr, p.stdout + p.stderr
