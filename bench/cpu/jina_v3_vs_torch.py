@@ -7,8 +7,10 @@ embeddings). The vocabulary is the 16002-row XLM-R test tokenizer's instead of 2
 sizes the embedding table (a lookup), not the compute.
 
 Cases (random token ids, batch x length):
-  base   no task: the base model (orchid: no adapter rows; PyTorch: model.disable_adapters())
-  task   every sequence retrieval.query (PyTorch: set_adapter)
+  base   no task: the base model (orchid: no adapter rows; PyTorch: adapters disabled)
+  task   every sequence retrieval.query (PyTorch: that adapter active; transformers 5.25's
+         set_adapter / disable_adapters want peft >= 0.22, newer than PyPI's 0.21.2, so the
+         script makes the same calls on PEFT's LoRA layers itself)
   mixed  the sequences' tasks cycling over the five adapters; orchid runs them as one batch,
          PyTorch (whose transformers-integrated adapters take one active adapter) as five
          one-task sub-batches in a row
@@ -61,21 +63,31 @@ def torch_runner(d, threads):
     for f in folders:
         model.load_adapter(str(d), adapter_name=f, adapter_kwargs={"subfolder": f})
 
+    from peft.tuners.tuners_utils import BaseTunerLayer
+    layers = [m for m in model.modules() if isinstance(m, BaseTunerLayer)]
+
+    def use(folder):
+        """transformers' set_adapter / disable_adapters, whose peft >= 0.22 gate PyPI's 0.21.2
+        does not pass: the same calls on PEFT's layers (None: no adapter)."""
+        for m in layers:
+            m.enable_adapters(folder is not None)
+            if folder is not None:
+                m.set_adapter(folder)
+
     def forward(ids):
         h = model(input_ids=torch.tensor(ids)).last_hidden_state
         return torch.nn.functional.normalize(h.mean(1), dim=-1)
 
     def run(kind, seqs, adapters):
         if kind == "base":
-            model.disable_adapters()
+            use(None)
             return forward(seqs)
-        model.enable_adapters()
         if kind == "task":
-            model.set_adapter(folders[0])
+            use(folders[0])
             return forward(seqs)
         out = [None] * len(seqs)
         for a in sorted(set(adapters)):
-            model.set_adapter(folders[a - 1])
+            use(folders[a - 1])
             rows = [i for i, x in enumerate(adapters) if x == a]
             for i, v in zip(rows, forward([seqs[i] for i in rows])):
                 out[i] = v
