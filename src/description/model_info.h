@@ -107,8 +107,8 @@ struct ModelInfo {
   // 1. Empty: the model has none (a request naming a task is refused).
   std::vector<std::string> tasks;
   // The Matryoshka widths config.json allows (`matryoshka_dimensions`); empty: any width up to
-  // output_dim(). A request's `dimensions` outside a non-empty list is refused, as the
-  // reference (jina's encode(truncate_dim)) and vLLM refuse it.
+  // output_dim(). A request's `dimensions` outside a non-empty list is refused, as vLLM
+  // refuses it.
   std::vector<int> matryoshka_dimensions;
 
   // How the engine multiplies the transformer's linear layers: "float32", "bfloat16" or "int8"

@@ -9,7 +9,7 @@ numpy only, built here) against what transformers + PEFT computed for it
   task's prompt put before the text;
 - requests of every task at once (so that batches mix tasks) give each the rows it gets alone;
 - Matryoshka `dimensions`: the first N of the reference, re-normalised; widths the model's
-  config does not list are refused, as jina's encode(truncate_dim) refuses them;
+  config does not list are refused (as vLLM refuses them);
 - a task the model has no adapter for is a clear 400 naming the tasks it has, and the server
   keeps serving;
 - the same through a gateway in front of a worker (the task travels in the worker protocol), and
