@@ -1,6 +1,7 @@
 // orchid_engine_bench: times the engine alone (no HTTP, no tokenizer) on pre-tokenized batches.
 //
-// Input: a JSONL file, one case per line: {"name": str, "seqs": [[ids...], ...]}.
+// Input: a JSONL file, one case per line: {"name": str, "seqs": [[ids...], ...]} and, for a
+// model with task adapters, optionally "adapters": [each sequence's adapter, 1-based; 0 none].
 // For each case: warm-up runs, then repeated Submit()+wait() until both --min-iters and
 // --min-seconds are reached. Output: one JSON line per case with latency percentiles (ms),
 // embeddings/s, and the first sequence's embedding (so the driver can check fidelity against
@@ -37,6 +38,7 @@ namespace {
 struct Case {
   std::string name;
   std::vector<std::vector<int32_t>> seqs;
+  std::vector<int32_t> adapters;  // empty: none
 };
 
 double Percentile(std::vector<double> v, double q) {
@@ -91,6 +93,10 @@ int main(int argc, char** argv) {
         for (auto id : seq.get_array()) ids.push_back(int32_t(id.get_int64().value()));
         c.seqs.push_back(std::move(ids));
       }
+      simdjson::dom::array adapters;
+      if (!doc["adapters"].get_array().get(adapters)) {
+        for (auto a : adapters) c.adapters.push_back(int32_t(a.get_int64().value()));
+      }
       cases.push_back(std::move(c));
     }
   }
@@ -129,9 +135,11 @@ int main(int argc, char** argv) {
 
   auto make_batch = [&](const Case& c) {
     orchid::RaggedBatch batch;
-    for (const auto& s : c.seqs) {
+    for (size_t i = 0; i < c.seqs.size(); ++i) {
+      const auto& s = c.seqs[i];
       batch.Add(s.data(), int(s.size()), per_token ? orchid::Pooling::kNone : info.default_pooling,
-                !per_token && info.default_normalize);
+                !per_token && info.default_normalize, nullptr, 0, 0,
+                i < c.adapters.size() ? c.adapters[i] : 0);
     }
     return batch;
   };

@@ -64,6 +64,7 @@ struct EmbedOptions {
   std::optional<int64_t> dimensions;
   std::optional<std::string> prompt_name;
   std::optional<std::string> input_type;
+  std::optional<std::string> task;
   std::optional<std::string> default_prompt;
   bool quiet = false;
   SchedulerFlags scheduler;
@@ -447,6 +448,7 @@ int RunEmbed(EmbedOptions o) {
     request.prompt_name = o.prompt_name;
     request.input_type = o.input_type;
     request.per_token = late;
+    request.task = o.task;
     {
       std::lock_guard<std::mutex> lock(mu);
       queue.push_back(chunk);
@@ -522,6 +524,10 @@ void RegisterEmbedCommand(CLI::App& app, int* exit_code) {
                   "query or document: that prompt, if the model has one (a ColBERT model: "
                   "encode as queries, [MASK]-expanded, or as documents, the default)")
       ->check(CLI::IsMember({"query", "document"}));
+  cmd->add_option("--task", o->task,
+                  "the task adapter to run (jina-embeddings-v3: retrieval.query, "
+                  "retrieval.passage, separation, classification, text-matching), with that "
+                  "task's prompt if the model has one");
   cmd->add_option("--default-prompt", o->default_prompt,
                   "text put before every input when no --prompt-name / --input-type is given");
   cmd->add_option("--chunk", o->chunk, "inputs per request to the scheduler")

@@ -386,6 +386,11 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
   }
   spdlog::info("{}: maximum input length {} tokens ({})", out.model.name,
                out.model.max_input_tokens, info.max_seq_length_source);
+  if (!info.tasks.empty()) {
+    std::string tasks;
+    for (const std::string& t : info.tasks) tasks += (tasks.empty() ? "" : ", ") + t;
+    spdlog::info("{}: task adapters (a request's `task`): {}", out.model.name, tasks);
+  }
   TokenBudgetSchedulerOptions so;
   so.max_batch_tokens = flags.max_batch_tokens;
   so.max_batch_sequences = flags.max_batch_sequences;

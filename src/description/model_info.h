@@ -104,6 +104,15 @@ struct ModelInfo {
   // other models, whose per-token output is the last hidden state.
   int token_embedding_dim = 0;
 
+  // Task adapters (jina-embeddings-v3's LoRA adapters), by the task names requests use
+  // ("retrieval.query", ...); RaggedBatch::adapters and EmbedRequest::adapter number them from
+  // 1. Empty: the model has none (a request naming a task is refused).
+  std::vector<std::string> tasks;
+  // The Matryoshka widths config.json allows (`matryoshka_dimensions`); empty: any width up to
+  // output_dim(). A request's `dimensions` outside a non-empty list is refused, as vLLM
+  // refuses it.
+  std::vector<int> matryoshka_dimensions;
+
   // How the engine multiplies the transformer's linear layers: "float32", "bfloat16" or "int8"
   // (empty: not told, from older workers).
   std::string dtype;

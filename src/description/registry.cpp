@@ -87,6 +87,12 @@ Architecture Classify(const std::string& arch, const std::string& model_type) {
   if (is({"NewModel", "new", "GteModel", "gte", "NewForMaskedLM", "GteForMaskedLM"})) {
     return {true, FamilyKind::kRopeEncoder, false, false, false, RopeEncoderConfig::Variant::kGte};
   }
+  // jina-embeddings-v3 as transformers 5 defines it (jinaai/jina-embeddings-v3-hf), its task
+  // adapters in subfolders (lora_adapters.h).
+  if (is({"JinaEmbeddingsV3Model", "jina_embeddings_v3", "JinaEmbeddingsV3ForMaskedLM"})) {
+    return {true,  FamilyKind::kRopeEncoder,           false, false,
+            false, RopeEncoderConfig::Variant::kJinaV3};
+  }
   if (is({"NewForSequenceClassification", "GteForSequenceClassification"})) {
     return {true, FamilyKind::kRopeEncoder, false, true, false, RopeEncoderConfig::Variant::kGte};
   }
@@ -98,6 +104,12 @@ Architecture Classify(const std::string& arch, const std::string& model_type) {
   // with its LM class (gte-Qwen2-instruct: Qwen2ForCausalLM with modules.json).
   if (is({"Qwen3ForCausalLM", "Qwen2ForCausalLM", "MistralForCausalLM", "LlamaForCausalLM"})) {
     return {true, FamilyKind::kDecoder, false, false, true};
+  }
+  // jina-embeddings-v3 under another class name (not a task head: those have weights orchid
+  // does not serve).
+  if (model_type == "jina_embeddings_v3" && arch.find("For") == std::string::npos) {
+    return {true,  FamilyKind::kRopeEncoder,           false, false,
+            false, RopeEncoderConfig::Variant::kJinaV3};
   }
   // Custom heads over the Qwen3 body (pplx-embed-v1's remote code) keep model_type "qwen3".
   if (model_type == "qwen3" || model_type == "bidirectional_pplx_qwen3") {
@@ -273,6 +285,14 @@ Status DescribeRopeEncoder(const Architecture& kind, const SentenceTransformersC
     return DescribeScorer(HeadKind::kBertPooler, c.num_labels, c.labels, c.multi_label,
                           Pooling::kCls, spec);
   }
+  if (c.variant == RopeEncoderConfig::Variant::kJinaV3) {
+    // Without sentence-transformers modules: mean pooling and L2 normalisation, as the model
+    // card and transformers' documentation compute jina-embeddings-v3's embeddings.
+    if (!st.present) info.default_normalize = true;
+    info.matryoshka_dimensions = c.matryoshka_dimensions;
+    ORCHID_ASSIGN_OR_RETURN(spec->adapters, ReadLoraAdapters(spec->dir));
+    for (const LoraAdapterConfig& a : spec->adapters) info.tasks.push_back(a.task);
+  }
   return Status::Ok();
 }
 
@@ -418,7 +438,8 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
         "\" is not supported (supported: BERT, RoBERTa, XLM-RoBERTa, CamemBERT, DistilBERT and "
         "MPNet encoders and their *ForSequenceClassification cross-encoders; ModernBERT "
         "encoders and cross-encoders; NomicBERT encoders; GTE (\"new\") encoders and "
-        "rerankers; DeBERTa-v2/v3 encoders and classifiers; Qwen3, Qwen2, Mistral, Llama and "
+        "rerankers; jina-embeddings-v3 (JinaEmbeddingsV3Model) with its task adapters; "
+        "DeBERTa-v2/v3 encoders and classifiers; Qwen3, Qwen2, Mistral, Llama and "
         "Gemma 3 decoders; static embeddings (model2vec, sentence-transformers StaticEmbedding); "
         "Qwen3-Reranker)");
   }

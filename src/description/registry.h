@@ -11,6 +11,7 @@
 #include "description/bert_config.h"
 #include "description/deberta_config.h"
 #include "description/decoder_config.h"
+#include "description/lora_adapters.h"
 #include "description/model_info.h"
 #include "description/modernbert_config.h"
 #include "description/rope_encoder_config.h"
@@ -61,6 +62,9 @@ struct ModelSpec {
   RopeEncoderConfig rope_encoder;
   DebertaConfig deberta;
   StaticEmbeddingConfig static_embedding;
+  // Task adapters (jina-embeddings-v3's LoRA adapters, description/lora_adapters.h), in the
+  // order of info.tasks.
+  std::vector<LoraAdapterConfig> adapters;
   // sentence-transformers Dense modules after pooling (embedders), in order.
   std::vector<DenseModule> dense;
   // PyLate ColBERT: Dense projections of every token's last hidden state (no bias or Identity

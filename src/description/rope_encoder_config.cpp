@@ -112,18 +112,24 @@ Status ReadNomic(const JsonFile& f, RopeEncoderConfig* c) {
   return Status::Ok();
 }
 
-Status ReadGte(const JsonFile& f, RopeEncoderConfig* c) {
+// BERT-style fields: the sizes, layer_norm_eps (default `eps`) and type_vocab_size (default 1).
+Status ReadBertStyleSizes(const JsonFile& f, double default_eps, RopeEncoderConfig* c) {
   ORCHID_RETURN_IF_ERROR(f.Size("hidden_size", 1 << 16, &c->hidden_size));
   ORCHID_RETURN_IF_ERROR(f.Size("num_hidden_layers", 1024, &c->num_hidden_layers));
   ORCHID_RETURN_IF_ERROR(f.Size("num_attention_heads", 1024, &c->num_attention_heads));
   ORCHID_RETURN_IF_ERROR(f.Size("intermediate_size", 1 << 18, &c->intermediate_size));
-  ORCHID_RETURN_IF_ERROR(f.Size("max_position_embeddings", 1 << 24, &c->max_position_embeddings));
-  ORCHID_ASSIGN_OR_RETURN(double eps, f.Number("layer_norm_eps", 1e-12));
+  ORCHID_ASSIGN_OR_RETURN(double eps, f.Number("layer_norm_eps", default_eps));
   if (!(eps > 0 && eps < 1)) return f.FieldError("layer_norm_eps", "must be in (0, 1)");
   c->layer_norm_eps = float(eps);
   ORCHID_ASSIGN_OR_RETURN(int64_t types, f.Int("type_vocab_size", 1));
   if (types < 0 || types > (1 << 16)) return f.FieldError("type_vocab_size", "is out of range");
   c->type_vocab_size = int(types);
+  return Status::Ok();
+}
+
+Status ReadGte(const JsonFile& f, RopeEncoderConfig* c) {
+  ORCHID_RETURN_IF_ERROR(ReadBertStyleSizes(f, 1e-12, c));
+  ORCHID_RETURN_IF_ERROR(f.Size("max_position_embeddings", 1 << 24, &c->max_position_embeddings));
   ORCHID_ASSIGN_OR_RETURN(std::string act, f.String("hidden_act", "gelu"));
   ORCHID_ASSIGN_OR_RETURN(c->gate, GateOf(f, "hidden_act", act));
   ORCHID_ASSIGN_OR_RETURN(std::string pos, f.String("position_embedding_type", "rope"));
@@ -175,6 +181,44 @@ Status ReadGte(const JsonFile& f, RopeEncoderConfig* c) {
   return Status::Ok();
 }
 
+Status ReadJinaV3(const JsonFile& f, RopeEncoderConfig* c) {
+  ORCHID_RETURN_IF_ERROR(ReadBertStyleSizes(f, 1e-5, c));
+  c->max_position_embeddings = 8194;  // JinaEmbeddingsV3Config's default
+  if (f.Has("max_position_embeddings")) {
+    ORCHID_RETURN_IF_ERROR(f.Size("max_position_embeddings", 1 << 24, &c->max_position_embeddings));
+  }
+  ORCHID_ASSIGN_OR_RETURN(std::string act, f.String("hidden_act", "gelu"));
+  if (act != "gelu") {
+    return f.FieldError("hidden_act",
+                        fmt::format("is \"{}\"; only exact \"gelu\" is supported", act));
+  }
+  c->gated = false;
+  c->gate = Gate::kGelu;
+  // JinaEmbeddingsV3Config.default_theta, or a top-level rope_theta (transformers 4's field,
+  // which transformers 5 still converts); rope_parameters (transformers 5) overrides both.
+  ORCHID_ASSIGN_OR_RETURN(c->rope_theta, f.Number("rope_theta", 20000.0));
+  ORCHID_RETURN_IF_ERROR(ReadRopeParametersField(f, &c->rope_theta));
+  c->qkv_bias = true;
+  c->mlp_in_bias = true;
+  c->mlp_out_bias = true;
+  simdjson::dom::element dims;
+  if (!f.root()["matryoshka_dimensions"].get(dims) && !dims.is_null()) {
+    simdjson::dom::array list;
+    if (dims.get_array().get(list)) {
+      return f.FieldError("matryoshka_dimensions", "must be a list of positive integers");
+    }
+    for (simdjson::dom::element e : list) {
+      int64_t d = 0;
+      if (e.get_int64().get(d) || d < 1 || d > c->hidden_size) {
+        return f.FieldError("matryoshka_dimensions",
+                            "must list integers between 1 and hidden_size");
+      }
+      c->matryoshka_dimensions.push_back(int(d));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<RopeEncoderConfig> ReadRopeEncoderConfig(const std::string& path,
@@ -185,6 +229,8 @@ Result<RopeEncoderConfig> ReadRopeEncoderConfig(const std::string& path,
   ORCHID_RETURN_IF_ERROR(f.Size("vocab_size", 1 << 24, &c.vocab_size));
   if (variant == RopeEncoderConfig::Variant::kNomic) {
     ORCHID_RETURN_IF_ERROR(ReadNomic(f, &c));
+  } else if (variant == RopeEncoderConfig::Variant::kJinaV3) {
+    ORCHID_RETURN_IF_ERROR(ReadJinaV3(f, &c));
   } else {
     ORCHID_RETURN_IF_ERROR(ReadGte(f, &c));
   }

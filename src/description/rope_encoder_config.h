@@ -19,6 +19,11 @@ struct RopeEncoderConfig {
   enum class Variant : uint8_t {
     kNomic,  // emb_ln, encoder.layers.N.attn.Wqkv / out_proj, mlp.fc11 (up) / fc12 (gate) / fc2
     kGte,    // encoder.layer.N.attention.qkv_proj / o_proj, mlp.up_gate_proj / down_proj, attn_ln
+    // jina-embeddings-v3 (transformers' JinaEmbeddingsV3Model, model_type
+    // "jina_embeddings_v3"): XLM-R without position embeddings, rotary (theta 20000), biased
+    // Q/K/V/O, a plain GELU MLP (fc1, fc2); as transformers saves it, jina's own tensor names
+    // (emb_ln, encoder.layers.N.mixer.Wqkv / out_proj, norm1, mlp.fc1 / fc2, norm2).
+    kJinaV3,
   };
   // The gated MLP's activation: act(gate) * up.
   enum class Gate : uint8_t { kSilu, kGelu, kGeluTanh };
@@ -40,6 +45,10 @@ struct RopeEncoderConfig {
   bool qkv_bias = false;      // Q, K, V and the attention output projection
   bool mlp_in_bias = false;   // the gate and up projections
   bool mlp_out_bias = false;  // the down projection
+  // false: a plain MLP, down(act(up(h))) (jina-embeddings-v3's fc1 / fc2, both biased).
+  bool gated = true;
+  // config.json's matryoshka_dimensions (jina-embeddings-v3's own config); empty: none listed.
+  std::vector<int> matryoshka_dimensions;
   // Cross-encoders (*ForSequenceClassification: BERT's pooler + classifier on the first token).
   int num_labels = 0;
   std::vector<std::string> labels;

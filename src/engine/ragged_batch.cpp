@@ -6,8 +6,10 @@
 namespace orchid {
 
 void RaggedBatch::Add(const int32_t* ids, int n, Pooling pool, bool norm, const int32_t* type_ids,
-                      int pool_skip, int attend_len) {
+                      int pool_skip, int attend_len, int adapter) {
   if (cu_seqlens.empty()) cu_seqlens.push_back(0);
+  if (adapter != 0 && adapters.empty()) adapters.assign(pooling.size(), 0);
+  if (adapter != 0 || !adapters.empty()) adapters.push_back(adapter);
   if (attend_len != 0 && attend_lens.empty()) attend_lens.assign(pooling.size(), 0);
   if (attend_len != 0 || !attend_lens.empty()) attend_lens.push_back(attend_len);
   if (pool_skip != 0 && pool_skips.empty()) pool_skips.assign(pooling.size(), 0);
@@ -35,6 +37,7 @@ void RaggedBatch::Clear() {
   normalize.clear();
   pool_skips.clear();
   attend_lens.clear();
+  adapters.clear();
 }
 
 Status RaggedBatch::Validate(int32_t vocab_size) const {
@@ -49,7 +52,8 @@ Status RaggedBatch::Validate(int32_t vocab_size) const {
   }
   if (pooling.size() != s || normalize.size() != s ||
       (!pool_skips.empty() && pool_skips.size() != s) ||
-      (!attend_lens.empty() && attend_lens.size() != s)) {
+      (!attend_lens.empty() && attend_lens.size() != s) ||
+      (!adapters.empty() && adapters.size() != s)) {
     return Status::Internal("ragged batch: per-sequence arrays size mismatch");
   }
   for (int32_t k : pool_skips) {
@@ -92,6 +96,12 @@ Status RaggedBatch::Validate(const ModelInfo& info) const {
     if (t < 0 || t >= types) {
       return Status::InvalidArgument("token type id " + std::to_string(t) + " is outside [0, " +
                                      std::to_string(types) + ")");
+    }
+  }
+  for (int32_t a : adapters) {
+    if (a < 0 || size_t(a) > info.tasks.size()) {
+      return Status::InvalidArgument("task adapter " + std::to_string(a) + " is outside [0, " +
+                                     std::to_string(info.tasks.size()) + "]");
     }
   }
   // Pooling::kNone (per-token output) is checked by each engine: only dense embedders have it.

@@ -25,6 +25,9 @@ struct RaggedBatch {
   // them (a ColBERT query's [MASK] expansion with attend_to_expansion_tokens false, as an
   // attention mask of zeros gives them in transformers). Bidirectional attention only.
   std::vector<int32_t> attend_lens;
+  // [num_sequences] or empty (all 0): the task adapter each sequence runs with, 1-based into
+  // ModelInfo::tasks (jina-embeddings-v3's LoRA adapters); 0 = the base model alone.
+  std::vector<int32_t> adapters;
 
   int num_sequences() const { return cu_seqlens.empty() ? 0 : int(cu_seqlens.size()) - 1; }
   int num_tokens() const { return int(token_ids.size()); }
@@ -33,7 +36,7 @@ struct RaggedBatch {
   // Appends one sequence with positions 0..n-1 (BERT-style; models that offset positions,
   // like XLM-R, do so themselves).
   void Add(const int32_t* ids, int n, Pooling pool, bool norm, const int32_t* type_ids = nullptr,
-           int pool_skip = 0, int attend_len = 0);
+           int pool_skip = 0, int attend_len = 0, int adapter = 0);
   void Clear();
 
   // Checks internal consistency: sizes agree, cu_seqlens monotone and ends at num_tokens,
@@ -41,7 +44,8 @@ struct RaggedBatch {
   Status Validate(int32_t vocab_size) const;
   // Validate(info.vocab_size), then what the model accepts: positions in
   // [0, info.max_position_embeddings), token types in [0, info.type_vocab_size). Every engine
-  // checks a batch with this before running it (and Pooling::kNone against what it serves).
+  // checks a batch with this before running it (and Pooling::kNone against what it serves);
+  // adapters in [0, tasks].
   Status Validate(const ModelInfo& info) const;
 };
 

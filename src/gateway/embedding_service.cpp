@@ -6,6 +6,7 @@
 #include <memory>
 #include <utility>
 
+#include "description/lora_adapters.h"
 #include "gateway/parallel_slices.h"
 
 namespace orchid {
@@ -145,7 +146,52 @@ void EmbeddingService::SetPrompts(EncodeConfig prompts, std::optional<std::strin
   default_prompt_ = std::move(default_prompt);
 }
 
+std::optional<ApiError> EmbeddingService::SelectTask(const EmbeddingsRequest& request, int* adapter,
+                                                     std::string* task) const {
+  *adapter = 0;
+  task->clear();
+  const std::vector<std::string>& tasks = backend_->model_info().tasks;
+  // A task's own name, or its adapter folder's (retrieval_query for retrieval.query).
+  auto find = [&tasks](const std::string& name) -> int {
+    const std::string canonical = TaskOfAdapterFolder(name);
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (tasks[i] == name || tasks[i] == canonical) return int(i) + 1;
+    }
+    return 0;
+  };
+  if (request.task) {
+    *adapter = find(*request.task);
+    if (*adapter == 0) {
+      std::string names;
+      for (const std::string& t : tasks) names += (names.empty() ? "" : ", ") + t;
+      return ApiError::InvalidRequest(
+          "task `" + *request.task + "` is not one of this model's tasks (" +
+              (names.empty() ? std::string("it has no task adapters: leave task out") : names) +
+              ")",
+          "task", "invalid_task");
+    }
+  } else if (tasks.empty()) {
+    return std::nullopt;
+  } else if (request.prompt_name && find(*request.prompt_name) != 0) {
+    // sentence-transformers' usage of jina-embeddings-v3: encode(task=T, prompt_name=T).
+    *adapter = find(*request.prompt_name);
+  } else if (request.input_type) {
+    // OpenAI-style query / document and Cohere's input types, as Jina's own integrations map
+    // them (clustering runs the separation adapter).
+    const std::string& type = *request.input_type;
+    const char* mapped = type == "query"            ? "retrieval.query"
+                         : type == "document"       ? "retrieval.passage"
+                         : type == "classification" ? "classification"
+                         : type == "clustering"     ? "separation"
+                                                    : "";
+    *adapter = find(mapped);
+  }
+  if (*adapter > 0) *task = tasks[size_t(*adapter) - 1];
+  return std::nullopt;
+}
+
 std::optional<ApiError> EmbeddingService::SelectPrompt(const EmbeddingsRequest& request,
+                                                       const std::string& task,
                                                        std::string* prefix) const {
   prefix->clear();
   if (request.pretokenized()) {
@@ -153,6 +199,16 @@ std::optional<ApiError> EmbeddingService::SelectPrompt(const EmbeddingsRequest& 
       return ApiError::InvalidRequest(
           "prompt_name and input_type apply to text inputs, not token ids", "input");
     }
+    return std::nullopt;
+  }
+  if (!task.empty()) {
+    // The task's prompt (jina-embeddings-v3: "Represent the query for retrieving evidence
+    // documents: " for retrieval.query), unless prompt_name names one of its own.
+    const std::string& name =
+        request.prompt_name && prompts_.prompts.count(*request.prompt_name) != 0
+            ? *request.prompt_name
+            : task;
+    if (auto it = prompts_.prompts.find(name); it != prompts_.prompts.end()) *prefix = it->second;
     return std::nullopt;
   }
   if (request.prompt_name) {
@@ -181,6 +237,7 @@ std::optional<ApiError> EmbeddingService::SelectPrompt(const EmbeddingsRequest& 
 }
 
 std::optional<ApiError> EmbeddingService::Tokenize(EmbeddingsRequest* request,
+                                                   const std::string& task,
                                                    std::vector<std::vector<int32_t>>* sequences,
                                                    int64_t* tokens, int* pool_skip) const {
   // The model's maximum, or the request's own smaller one (Cohere's max_tokens, which counts a
@@ -194,7 +251,7 @@ std::optional<ApiError> EmbeddingService::Tokenize(EmbeddingsRequest* request,
   const size_t max_len = size_t(max_tokens);
   *tokens = 0;
   std::string prefix;
-  if (auto err = SelectPrompt(*request, &prefix)) return err;
+  if (auto err = SelectPrompt(*request, task, &prefix)) return err;
   *pool_skip = 0;
   if (!prefix.empty() && !backend_->model_info().include_prompt) {
     // sentence-transformers' prompt length: the prompt tokenized alone, less a trailing special
@@ -287,7 +344,6 @@ void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(Embed
     e.http_status = 404;
     return fail(std::move(e));
   }
-  if (request.per_token) request.dimensions.reset();  // no pooled vector to truncate
   int dims = dim_;
   if (request.dimensions) {
     if (*request.dimensions < 1 || *request.dimensions > dim_) {
@@ -296,8 +352,20 @@ void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(Embed
           "dimensions"));
     }
     dims = int(*request.dimensions);
+    const std::vector<int>& allowed = backend_->model_info().matryoshka_dimensions;
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), dims) == allowed.end()) {
+      std::string list;
+      for (int d : allowed) list += (list.empty() ? "" : ", ") + std::to_string(d);
+      return fail(ApiError::InvalidRequest(
+          "dimensions must be one of this model's Matryoshka dimensions (" + list + ")",
+          "dimensions"));
+    }
   }
+  // Per-token output has no pooled vector to truncate: a valid `dimensions` is ignored there.
+  if (request.per_token) request.dimensions.reset();
   EmbedRequest job;
+  std::string task;
+  if (auto err = SelectTask(request, &job.adapter, &task)) return fail(std::move(*err));
   int64_t tokens = 0;
   const auto tokenize_start = std::chrono::steady_clock::now();
   // Late interaction: which token vectors each input keeps (empty: not such a model).
@@ -312,7 +380,7 @@ void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(Embed
           "model", "model_is_multi_vector"));
     }
     if (auto err = TokenizeLate(request, &job, &tokens, keep.get())) return fail(std::move(*err));
-  } else if (auto err = Tokenize(&request, &job.sequences, &tokens, &job.pool_skip)) {
+  } else if (auto err = Tokenize(&request, task, &job.sequences, &tokens, &job.pool_skip)) {
     return fail(std::move(*err));
   }
   if (tokenize_seconds_ != nullptr && !request.pretokenized()) {

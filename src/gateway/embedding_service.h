@@ -82,12 +82,18 @@ class EmbeddingService {
   void Embed(EmbeddingsRequest request, std::function<void(EmbeddingReply)> done);
 
  private:
-  // The text to put before each input of the request, or the error.
-  std::optional<ApiError> SelectPrompt(const EmbeddingsRequest& request,
+  // The task adapter the request runs with (EmbeddingsRequest::task): *adapter 1-based into
+  // ModelInfo::tasks, 0 = none; *task its name. A task the model lacks is a 400 naming those
+  // it has.
+  std::optional<ApiError> SelectTask(const EmbeddingsRequest& request, int* adapter,
+                                     std::string* task) const;
+  // The text to put before each input of the request, or the error. With a task (`task`
+  // non-empty): the prompt of that name, unless prompt_name names another.
+  std::optional<ApiError> SelectPrompt(const EmbeddingsRequest& request, const std::string& task,
                                        std::string* prefix) const;
   // *pool_skip: the prompt's token count when the model's pooling leaves the prompt out
   // (include_prompt: false), else 0.
-  std::optional<ApiError> Tokenize(EmbeddingsRequest* request,
+  std::optional<ApiError> Tokenize(EmbeddingsRequest* request, const std::string& task,
                                    std::vector<std::vector<int32_t>>* sequences, int64_t* tokens,
                                    int* pool_skip) const;
 

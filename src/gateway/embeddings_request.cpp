@@ -248,6 +248,8 @@ std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body,
         return ApiError::InvalidRequest("input_type must be \"query\" or \"document\"",
                                         "input_type");
       }
+    } else if (key == "task") {
+      if (auto err = ParseOptionalString(value, "task", &out->task)) return err;
     } else if (key == "priority") {
       if (auto err = ParsePriority(value, &out->scheduling.priority)) return err;
     } else if (key == "user") {  // OpenAI's end-user id: checked, not used
@@ -269,6 +271,7 @@ std::optional<ApiError> ParsePoolingRequest(std::string_view body, EmbeddingsReq
   if (!simdjson::dom::object(doc)["task"].get(value)) {
     if (auto err = ParseOptionalString(value, "task", &task)) return err;
   }
+  out->task.reset();  // /pooling's task is vLLM's pooling task, not a task adapter
   if (task && *task != "token_embed") {
     return ApiError::InvalidRequest("task `" + *task +
                                         "` is not served by /pooling here; it serves "
@@ -392,6 +395,8 @@ std::optional<ApiError> ParseTeiEmbedRequest(std::string_view body, EmbeddingsRe
       if (auto err = ParseTruncationDirection(value, &out->truncation_direction)) return err;
     } else if (key == "prompt_name") {
       if (auto err = ParseOptionalString(value, "prompt_name", &out->prompt_name)) return err;
+    } else if (key == "task") {
+      if (auto err = ParseOptionalString(value, "task", &out->task)) return err;
     } else if (key == "dimensions") {
       if (auto err = ParseDimensions(value, &out->dimensions)) return err;
     } else if (key == "priority") {

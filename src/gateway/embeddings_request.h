@@ -40,6 +40,13 @@ struct EmbeddingsRequest {
   // "clustering" from Cohere's). Neither: the server's default prompt, if any.
   std::optional<std::string> prompt_name;
   std::optional<std::string> input_type;
+  // Jina's `task`: the task adapter to run (jina-embeddings-v3: "retrieval.query",
+  // "retrieval.passage", "separation", "classification", "text-matching"), and that task's
+  // prompt if the model has one. Unset: prompt_name naming a task picks it, else input_type
+  // maps to one (query -> retrieval.query, document -> retrieval.passage, classification ->
+  // classification, clustering -> separation) when the model has it, else none (the base
+  // model, as jina's encode() without a task).
+  std::optional<std::string> task;
   // `priority` from the body; the router adds the deadline (X-Request-Timeout,
   // X-Stainless-Timeout) and the client connection's cancellation; input_type "query" makes it
   // a query (EmbeddingService).
@@ -59,7 +66,7 @@ struct EmbeddingsRequest {
 // encoding_format (float, base64, and the quantized int8, uint8, binary, ubinary), dimensions,
 // user (a string, not used), and our extensions `embedding_types` (Cohere), `truncate`,
 // `truncation_direction` (left | right), `normalize`, `prompt_name`, `input_type` (query |
-// document), `priority` (vLLM's). Checks
+// document), `task` (Jina's), `priority` (vLLM's). Checks
 // JSON types and shapes only; what depends on the model (its name, vocabulary, maximum length,
 // dimension) is checked by EmbeddingService. Returns the error to send, or nullopt with *out
 // filled.
@@ -83,7 +90,8 @@ std::optional<ApiError> ParseCohereEmbedRequest(std::string_view body, CohereApi
 
 // text-embeddings-inference `POST /embed`: {"inputs": str | [str], "normalize": bool = true,
 // "truncate": bool, "truncation_direction": "left" | "right", "prompt_name": str | null,
-// "dimensions": int | null, "priority": int (orchid's, as vLLM's)}.
+// "dimensions": int | null, "priority": int (orchid's, as vLLM's), "task": str | null (orchid's,
+// as Jina's API)}.
 std::optional<ApiError> ParseTeiEmbedRequest(std::string_view body, EmbeddingsRequest* out);
 
 // text-embeddings-inference `POST /similarity`: {"inputs": {"source_sentence": str,

@@ -2,8 +2,10 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <string>
 
+#include "description/lora_adapters.h"
 #include "gateway/json_writer.h"
 
 namespace orchid {
@@ -26,6 +28,20 @@ bool Served(element value, const ServedModelFacts& facts) {
     }
   }
   return false;
+}
+
+// Each task's name and, where requests may also use it, its adapter folder's
+// (retrieval_query for retrieval.query: TaskOfAdapterFolder).
+std::vector<std::string> TaskNames(const std::vector<std::string>& tasks) {
+  std::vector<std::string> out;
+  for (const std::string& t : tasks) {
+    out.push_back(t);
+    std::string folder = t;
+    std::replace(folder.begin(), folder.end(), '.', '_');
+    std::replace(folder.begin(), folder.end(), '-', '_');
+    if (folder != t && TaskOfAdapterFolder(folder) == t) out.push_back(folder);
+  }
+  return out;
 }
 
 void WriteNames(const std::vector<std::string>& names, JsonWriter* w) {
@@ -71,10 +87,19 @@ void Write(element value, const ServedModelFacts& facts, JsonWriter* w) {
         v.type() == element_type::STRING ? std::string_view(v) : std::string_view();
     if (key == "x-orchid-serves") continue;
     if (key == "x-orchid-enum") {
-      WriteNames(marker == "models" ? facts.model_names : facts.prompt_names, w);
+      if (marker == "tasks") {
+        WriteNames(TaskNames(facts.task_names), w);
+      } else {
+        WriteNames(marker == "models" ? facts.model_names : facts.prompt_names, w);
+      }
     } else if (key == "x-orchid-maximum") {
       const int64_t maximum = marker == "token_id" ? facts.max_token_id : facts.dimensions;
       if (maximum > 0) w->Key("maximum").Int(maximum);  // 0: no such model served
+      if (marker == "dimensions" && !facts.matryoshka_dimensions.empty()) {
+        w->Key("enum").BeginArray();
+        for (int d : facts.matryoshka_dimensions) w->Int(d);
+        w->Null().EndArray();
+      }
     } else if (Served(v, facts)) {
       w->Key(key);
       Write(v, facts, w);

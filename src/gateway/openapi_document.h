@@ -14,9 +14,12 @@
 //                                    (the routes without a `model` field serve only that one).
 //   "x-orchid-enum": "models"        → "enum": [every served name, null]
 //   "x-orchid-enum": "prompts"       → "enum": [the default model's prompt names, null]
+//   "x-orchid-enum": "tasks"         → "enum": [the default model's task adapters (Jina's names
+//                                      and the adapter folders'), null]
 //   "x-orchid-maximum": "token_id"   → "maximum": the smallest vocabulary's last id
 //   "x-orchid-maximum": "dimensions" → "maximum": the smallest embedding dimension (none when
-//                                      no embedding model is served)
+//                                      no embedding model is served); when the default model
+//                                      lists Matryoshka widths, also "enum": [those, null]
 //
 // Thread safety: a pure function.
 #pragma once
@@ -33,6 +36,8 @@ struct ServedModelFacts {
   std::set<std::string> kinds;            // "embed", "default-embed", "rerank", ...
   std::vector<std::string> model_names;   // in serving order
   std::vector<std::string> prompt_names;  // the default model's named prompts
+  std::vector<std::string> task_names;    // the default model's task adapters (ModelInfo::tasks)
+  std::vector<int> matryoshka_dimensions;  // the default model's (ModelInfo)
   int64_t max_token_id = 0;
   int64_t dimensions = 0;
 };

@@ -602,6 +602,12 @@ void ReplicaPool::Embed(EmbedRequest request, EmbedCallback done) {
   if (!request.attend_lens.empty() && request.attend_lens.size() != request.sequences.size()) {
     return done(Status::InvalidArgument("attend_lens must have one entry per sequence"));
   }
+  if (request.adapter < 0 ||
+      (request.adapter > 0 &&
+       (!impl_->model || size_t(request.adapter) > impl_->model->info.tasks.size()))) {
+    return done(Status::InvalidArgument("task adapter " + std::to_string(request.adapter) +
+                                        " is out of range"));
+  }
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     if (impl_->stopping) return done(Status::Unavailable("the gateway is shutting down"));
@@ -658,6 +664,10 @@ void ReplicaPool::Embed(EmbedRequest request, EmbedCallback done) {
     tokens_before += size_t(call->tokens);
     rpc::ToProto(std::move(part), &call->request);
     if (impl_->model) {
+      // The task travels by name: the worker numbers its adapters itself.
+      if (request.adapter > 0) {
+        call->request.set_task(impl_->model->info.tasks[size_t(request.adapter) - 1]);
+      }
       call->request.set_model(impl_->model->name);
       call->request.set_tokenizer_fingerprint(impl_->model->tokenizer_fingerprint);
       call->scorer = impl_->model->info.task == ModelTask::kScore;

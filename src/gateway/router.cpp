@@ -232,6 +232,9 @@ static ServedModelFacts FactsOf(const std::vector<RoutedModel>& models) {
   for (const auto& [name, text] : models.front().embed->prompts().prompts) {
     facts.prompt_names.push_back(name);
   }
+  const ModelInfo& first = models.front().embed->model_info();
+  facts.task_names = first.tasks;
+  facts.matryoshka_dimensions = first.matryoshka_dimensions;
   return facts;
 }
 
@@ -967,6 +970,19 @@ static void WriteDtype(const ModelInfo& info, const char* key, JsonWriter* w) {
   w->EndObject();
 }
 
+// A model with task adapters: "tasks" (what a request's `task` may name) and the Matryoshka
+// widths `dimensions` may take, when its config lists them.
+static void WriteTasks(const ModelInfo& info, JsonWriter* w) {
+  if (info.tasks.empty()) return;
+  w->Key("tasks").BeginArray();
+  for (const std::string& t : info.tasks) w->String(t);
+  w->EndArray();
+  if (info.matryoshka_dimensions.empty()) return;
+  w->Key("matryoshka_dimensions").BeginArray();
+  for (int d : info.matryoshka_dimensions) w->Int(d);
+  w->EndArray();
+}
+
 // One model as OpenAI's model object, with orchid's "task": embed, rerank (one label) or
 // classify (several).
 void Router::WriteModel(const RoutedModel& m, JsonWriter* w) const {
@@ -980,6 +996,7 @@ void Router::WriteModel(const RoutedModel& m, JsonWriter* w) const {
   w->Key("max_input_length").Int(m.embed->max_seq_length());
   w->Key("max_input_length_source").String(info.max_seq_length_source);
   WriteDtype(info, "dtype", w);
+  WriteTasks(info, w);
   w->EndObject();
 }
 
@@ -1065,6 +1082,7 @@ HttpResponse Router::Info() const {
   } else if (!m.is_scorer()) {
     w.Key("similarity").String(SimilarityName(m.prompts().similarity));
   }
+  WriteTasks(info, &w);
   w.Key("models").BeginArray();
   for (const RoutedModel& rm : models_) w.String(rm.embed->model_name());
   w.EndArray().EndObject();

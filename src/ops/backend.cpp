@@ -49,6 +49,10 @@ const char* OpKindName(OpKind k) {
       return "VocabMaxPool";
     case OpKind::kNormalize:
       return "Normalize";
+    case OpKind::kAddLora:
+      return "AddLora";
+    case OpKind::kLoraAdd:
+      return "LoraAdd";
   }
   return "?";
 }
@@ -98,6 +102,31 @@ Result<Table> Backend::AddTable(Tensor t) {
   const Table table{-1, int(t.dim(0)), int(t.dim(1))};
   ORCHID_ASSIGN_OR_RETURN(int id, DoAddTable(std::move(t)));
   return Table{id, table.rows, table.width};
+}
+
+Result<LoraWeight> Backend::AddLora(const std::vector<LoraPart>& parts, int n, int k,
+                                    LoraInput input) {
+  if (parts.empty()) return LoraWeight{};
+  for (const LoraPart& p : parts) {
+    ORCHID_CONTRACT(
+        p.a != nullptr && p.b != nullptr && p.a->rank() == 2 && p.b->rank() == 2 && p.adapter > 0,
+        "AddLora", "a part without its two matrices or adapter");
+    const int64_t r = p.a->dim(0);
+    ORCHID_CONTRACT(r > 0 && p.a->dim(1) == k && p.b->dim(1) == r && p.row_offset >= 0 &&
+                        p.row_offset + p.b->dim(0) <= n,
+                    "AddLora",
+                    "A [" + std::to_string(p.a->dim(0)) + ", " + std::to_string(p.a->dim(1)) +
+                        "] and B [" + std::to_string(p.b->dim(0)) + ", " +
+                        std::to_string(p.b->dim(1)) + "] at row " + std::to_string(p.row_offset) +
+                        " do not fit a [" + std::to_string(n) + ", " + std::to_string(k) +
+                        "] weight");
+  }
+  OpCall call;
+  call.kind = OpKind::kAddLora;
+  call.lora = LoraWeight{-1, n, k, input};
+  ORCHID_RETURN_IF_ERROR(Supports(call));
+  ORCHID_ASSIGN_OR_RETURN(int id, DoAddLora(parts, n, k, input));
+  return LoraWeight{id, n, k, input};
 }
 
 Buffer Backend::AddBuffer(std::string name, Rows rows, int width, Precision precision) {
@@ -286,6 +315,23 @@ Status Backend::Normalize(Buffer x) {
                   Describe(decl(x)) + " is not [sequences, width]");
   ORCHID_RETURN_IF_ERROR(Supports(Call(OpKind::kNormalize, x)));
   return DoNormalize(x);
+}
+
+Status Backend::LoraAdd(Buffer in, LoraWeight w, Buffer out) {
+  const BufferDecl& o = decl(out);
+  ORCHID_CONTRACT(w.valid(), "LoraAdd", "no adapter weights");
+  ORCHID_CONTRACT(o.width == w.n && o.rows != Rows::kSequences, "LoraAdd",
+                  Describe(o) + " is not [tokens or pooled, " + std::to_string(w.n) + "]");
+  ORCHID_CONTRACT(w.table() ? (!in.valid() && o.rows == Rows::kTokens)
+                            : (in.valid() && in.id != out.id && decl(in).rows == o.rows &&
+                               decl(in).width == w.k),
+                  "LoraAdd",
+                  "input does not match a [" + std::to_string(w.n) + ", " + std::to_string(w.k) +
+                      "] delta into " + Describe(o));
+  OpCall call = w.table() ? Call(OpKind::kLoraAdd, out) : Call(OpKind::kLoraAdd, in, out);
+  call.lora = w;
+  ORCHID_RETURN_IF_ERROR(Supports(call));
+  return DoLoraAdd(in, w, out);
 }
 
 Status Backend::Activate(Buffer x, Activation a) {

@@ -70,6 +70,30 @@ struct Table {
   bool valid() const { return id >= 0; }
 };
 
+// Low-rank (LoRA) deltas of one linear layer or one embedding table, one set per task adapter
+// of the model (jina-embeddings-v3's retrieval.query, retrieval.passage, ...). Each part adds
+// scale * B A to rows [row_offset, row_offset + B's rows) of the layer's [n, k] weight for the
+// sequences whose adapter it is: a fused QKV layer has a part per projection. A is [r, k], B is
+// [rows, r] (PEFT's lora_A / lora_B weights; for a table, PEFT's lora_embedding_A [r, vocab]
+// and lora_embedding_B [width, r], k = the table's rows).
+struct LoraPart {
+  int adapter = 0;  // 1-based: RaggedBatch::adapters' numbering
+  int row_offset = 0;
+  float scale = 1.0f;
+  const Tensor* a = nullptr;  // [r, k]
+  const Tensor* b = nullptr;  // [rows, r]
+};
+// What a LoRA delta's input is: a layer's input rows, or an embedding table's rows picked by
+// the batch's token ids or token type ids.
+enum class LoraInput : uint8_t { kRows, kTokenIds, kTypeIds };
+struct LoraWeight {
+  int id = -1;  // < 0: none (a layer no adapter touches)
+  int n = 0, k = 0;
+  LoraInput input = LoraInput::kRows;
+  bool table() const { return input != LoraInput::kRows; }
+  bool valid() const { return id >= 0; }
+};
+
 struct LinearOptions {
   // Classifier heads: kept at full precision where the backend would otherwise reduce it (the
   // CPU's bfloat16 and int8 weights). CUDA runs every product in bf16.
@@ -174,6 +198,8 @@ enum class OpKind : uint8_t {
   kPool,
   kVocabMaxPool,
   kNormalize,
+  kAddLora,
+  kLoraAdd,
 };
 const char* OpKindName(OpKind k);
 
@@ -194,6 +220,7 @@ struct OpCall {
   const EmbedOp* embed = nullptr;                     // kEmbed
   const AttentionOptions* attention = nullptr;        // kAttention
   const RopeOptions* rope = nullptr;                  // kQkNormRope
+  LoraWeight lora;                                    // kAddLora, kLoraAdd
 };
 
 class Backend {
@@ -215,6 +242,10 @@ class Backend {
   Result<LinearWeight> AddLinear(const Tensor& w, const Tensor* bias, LinearOptions o = {});
   Result<NormWeight> AddNorm(NormKind kind, const Tensor& weight, const Tensor* bias, float eps);
   Result<Table> AddTable(Tensor t);  // taken over (large: a vocabulary)
+  // The task adapters' deltas of one [n, k] layer (or of a table with k rows and n columns,
+  // `input` saying which ids pick them): copied. No parts: an invalid LoraWeight (nothing to add).
+  Result<LoraWeight> AddLora(const std::vector<LoraPart>& parts, int n, int k,
+                             LoraInput input = LoraInput::kRows);
   Buffer AddBuffer(std::string name, Rows rows, int width,
                    Precision precision = Precision::kActivation);
   const BufferDecl& decl(Buffer b) const { return decls_[size_t(b.id)]; }
@@ -254,6 +285,11 @@ class Backend {
   // x (kSequences) L2-normalised where the batch asks: after sentence-transformers Dense
   // modules, which come between pooling and normalisation.
   Status Normalize(Buffer x);
+  // out[t] += the delta of w for the adapter of row t's sequence (none: nothing): in[t] A^T B^T
+  // times the scale, B's rows landing at the part's row offset. A table's delta (w.table()) takes
+  // the row of token t's id (or token type id) instead of in[t] (in invalid). in and out: [tokens
+  // or pooled]; out is a layer's output before its activation, or the residual stream it adds into.
+  Status LoraAdd(Buffer in, LoraWeight w, Buffer out);
 
  protected:
   virtual Result<int> DoAddLinear(const Tensor& w, const Tensor* bias, LinearOptions o) = 0;
@@ -274,6 +310,9 @@ class Backend {
   virtual Status DoPool(Buffer hidden, Buffer out, bool normalize) = 0;
   virtual Status DoNormalize(Buffer x) = 0;
   virtual Status DoVocabMaxPool(Buffer hidden, LinearWeight w, Buffer out) = 0;
+  virtual Result<int> DoAddLora(const std::vector<LoraPart>& parts, int n, int k,
+                                LoraInput input) = 0;
+  virtual Status DoLoraAdd(Buffer in, LoraWeight w, Buffer out) = 0;
 
  private:
   Status Check(bool ok, const char* op, const std::string& what) const;

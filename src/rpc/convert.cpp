@@ -230,6 +230,18 @@ Status FromProto(const v1::EmbedRequest& in, const WorkerModel& model, EmbedRequ
   out->dimensions = int(in.dimensions());
   if (in.pool_skip() > (1u << 24)) return Status::InvalidArgument("pool_skip is out of range");
   out->pool_skip = int(in.pool_skip());
+  out->adapter = 0;
+  if (!in.task().empty()) {
+    const std::vector<std::string>& tasks = model.info.tasks;
+    const auto it = std::find(tasks.begin(), tasks.end(), in.task());
+    if (it == tasks.end()) {
+      std::string names;
+      for (const std::string& t : tasks) names += (names.empty() ? "" : ", ") + t;
+      return Status::InvalidArgument("task `" + in.task() + "` is not one of the model's tasks (" +
+                                     (names.empty() ? std::string("it has none") : names) + ")");
+    }
+    out->adapter = int(it - tasks.begin()) + 1;
+  }
   ORCHID_RETURN_IF_ERROR(
       SchedulingFromProto(in.priority(), in.request_class(), in.flow(), &out->scheduling));
   return SequencesFromProto(in.sequences(), model, out, tokens);
@@ -361,6 +373,8 @@ void ToProto(const WorkerModel& model, int max_batch_tokens, v1::InfoResponse* o
   out->set_fidelity_samples(uint32_t(std::max(0, model.info.fidelity.samples)));
   out->set_fidelity_mean_cosine(model.info.fidelity.mean_cosine);
   out->set_fidelity_min_cosine(model.info.fidelity.min_cosine);
+  for (const std::string& t : model.info.tasks) out->add_tasks(t);
+  for (int d : model.info.matryoshka_dimensions) out->add_matryoshka_dimensions(uint32_t(d));
   out->set_vocab_size(model.info.vocab_size);
   out->set_default_pooling(ToProto(model.info.default_pooling));
   out->set_default_normalize(model.info.default_normalize);
@@ -439,6 +453,14 @@ Result<WorkerModel> FromProto(const v1::InfoResponse& in) {
   m.info.fidelity.samples = int(std::min<uint32_t>(in.fidelity_samples(), 1u << 30));
   m.info.fidelity.mean_cosine = in.fidelity_mean_cosine();
   m.info.fidelity.min_cosine = in.fidelity_min_cosine();
+  m.info.tasks.assign(in.tasks().begin(), in.tasks().end());
+  for (uint32_t d : in.matryoshka_dimensions()) {
+    if (d == 0 || d > in.dim()) {
+      return Status::Corrupt("worker info: Matryoshka dimension " + std::to_string(d) +
+                             " outside [1, " + std::to_string(in.dim()) + "]");
+    }
+    m.info.matryoshka_dimensions.push_back(int(d));
+  }
   m.info.max_position_embeddings = m.max_input_tokens;
   ORCHID_ASSIGN_OR_RETURN(m.info.default_pooling, FromProto(in.default_pooling(), Pooling::kMean));
   m.info.default_normalize = in.default_normalize();

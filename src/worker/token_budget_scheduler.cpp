@@ -151,6 +151,12 @@ TokenBudgetScheduler::~TokenBudgetScheduler() { Shutdown(); }
 
 Status TokenBudgetScheduler::Enqueue(EmbedRequest request, EmbedCallback done) {
   if (request.sequences.empty()) return Status::InvalidArgument("request has no sequences");
+  // Checked here for the same reason as the token types below: one batch, many requests.
+  if (request.adapter < 0 || size_t(request.adapter) > engine_->info().tasks.size()) {
+    return Status::InvalidArgument("task adapter " + std::to_string(request.adapter) +
+                                   " is out of range (the model has " +
+                                   std::to_string(engine_->info().tasks.size()) + ")");
+  }
   if (!request.token_type_ids.empty()) {
     if (request.token_type_ids.size() != request.sequences.size()) {
       return Status::InvalidArgument("token_type_ids must have one entry per sequence");
@@ -577,7 +583,8 @@ void TokenBudgetScheduler::LaunchBatch() {
       const int32_t* type_ids =
           seq_types == nullptr || seq_types->empty() ? nullptr : seq_types->data();
       batch.Add(seq.data(), int(seq.size()), e.request.pooling, e.request.normalize, type_ids,
-                e.request.pool_skip, e.request.attend_lens.empty() ? 0 : e.request.attend_lens[q]);
+                e.request.pool_skip, e.request.attend_lens.empty() ? 0 : e.request.attend_lens[q],
+                e.request.adapter);
       std::vector<int32_t>().swap(seq);  // the batch has its own copy now
       if (seq_types != nullptr) std::vector<int32_t>().swap(*seq_types);
     }

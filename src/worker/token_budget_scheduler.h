@@ -59,6 +59,9 @@ struct EmbedRequest {
   // [sequences] or empty: tokens of each sequence that are attended to (RaggedBatch::attend_lens;
   // 0: all).
   std::vector<int32_t> attend_lens;
+  // The task adapter every sequence runs with (RaggedBatch::adapters): 1-based into
+  // ModelInfo::tasks, 0 = none. A batch mixes requests of different adapters.
+  int adapter = 0;
   bool normalize = false;
   // Matryoshka: keep the first `dimensions` values of each row (0 = the whole row), then
   // L2-normalise them when `normalize` is set (OpenAI's normalised embeddings); without it the

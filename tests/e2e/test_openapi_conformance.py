@@ -67,7 +67,7 @@ def prompted(tmp_path):
 
 
 @pytest.mark.parametrize("model", ["embedder", "embedder-with-prompts", "bert-cross-encoder",
-                                   "bert-classifier", "splade-bert"])
+                                   "bert-classifier", "splade-bert", "jina-v3"])
 def test_serve_conforms_to_its_openapi_document(model, tmp_path):
     d = {"embedder": lambda: ORCHID_MODEL, "embedder-with-prompts": lambda: prompted(tmp_path)}.get(
         model, lambda: fixture_dir(model))()

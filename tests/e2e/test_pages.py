@@ -26,6 +26,7 @@ from support import ORCHID_MODEL, REPO, Gateway, OrchidServer, Worker
 
 FIXTURES = REPO / "models" / "fixtures"
 CROSS_ENCODER = FIXTURES / "bert-cross-encoder"
+JINA = FIXTURES / "jina-v3"  # task adapters (tests/fixtures/jina_v3/build.py)
 ARTIFACTS = Path(os.environ.get("ORCHID_TEST_ARTIFACTS", REPO / "test-artifacts")) / "pages"
 API_KEY = "playground-test-key"
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
@@ -323,6 +324,43 @@ def test_a_reranker_only_server_hides_the_similarity_view(reranker_only, browser
     assert run_view(browser, "rerank-section", "rerank") == "done", \
         browser.find_element("id", "rerank-error").text
     assert len(browser.find_elements("css selector", "#ranking li")) == 4  # the page's examples
+
+
+def test_a_model_with_task_adapters_gets_a_task_list(browser, served):
+    """jina-embeddings-v3's tasks in the similarity view: the heatmap is that task's; the other
+    models (served's MiniLM) show no task list."""
+    if not (JINA / "config.json").exists():
+        pytest.skip(f"{JINA} is missing (run `make fixtures`)")
+    from selenium.webdriver.support.ui import Select
+    open_playground(browser, served.url)
+    assert not browser.find_element("id", "embed-task-row").is_displayed()
+    s = OrchidServer(model=f"jina={JINA}")
+    try:
+        open_playground(browser, s.url)
+        assert browser.find_element("id", "embed-task-row").is_displayed()
+        tasks = Select(browser.find_element("id", "embed-task"))
+        names = [o.get_attribute("value") for o in tasks.options]
+        assert names == ["", "retrieval.query", "retrieval.passage", "separation", "classification",
+                         "text-matching"]
+        tasks.select_by_value("retrieval.query")
+        type_into(browser, "sentences", "\n".join(SENTENCES[:3]))
+        assert run_view(browser, "similarity-section", "compare") == "done", \
+            browser.find_element("id", "similarity-error").text
+        shown = np.full((3, 3), np.nan)
+        for td in browser.find_elements("css selector", "#heatmap td"):
+            shown[int(td.get_attribute("data-row")), int(td.get_attribute("data-col"))] = float(td.text)
+        cos = {}
+        for task in (None, "retrieval.query"):
+            body = {"input": SENTENCES[:3], **({"task": task} if task else {})}
+            e = np.array([d["embedding"] for d in requests.post(s.url + "/v1/embeddings", json=body,
+                                                                timeout=60).json()["data"]])
+            u = e / np.linalg.norm(e, axis=1, keepdims=True)
+            cos[task] = u @ u.T
+        np.testing.assert_allclose(shown, cos["retrieval.query"], atol=1e-3)
+        assert np.abs(cos[None] - cos["retrieval.query"]).max() > 2e-3  # the task shows
+        assert not severe_browser_messages(browser)
+    finally:
+        assert s.stop() == 0, s.log_text()
 
 
 # --- /docs ------------------------------------------------------------------------------------

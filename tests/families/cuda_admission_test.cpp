@@ -98,6 +98,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>> kRows = {
     {"ModernBERT", {"fixtures/modernbert-embed", "fixtures/modernbert-cross-encoder"}},
     {"NomicBERT", {"fixtures/nomic-embed"}},
     {"GTE (\"new\")", {"fixtures/gte-embed", "fixtures/gte-cross-encoder"}},
+    {"jina-embeddings-v3", {"fixtures/jina-v3", "fixtures/jina-v3-split"}},
     {"DeBERTa-v2 / v3", {"fixtures/deberta-classifier", "fixtures/deberta-cross-encoder"}},
     {"Gemma 3", {"fixtures/gemma3-embed"}},
     {"Qwen3", {"fixtures/qwen3-embed", "fixtures/qwen3-bidir"}},
@@ -171,6 +172,10 @@ TEST(CudaAdmissionTest, RefusalsNameTheOpAndTheLimit) {
   EXPECT_NE(
       refusal("conformance/st6.3-tf5.25/mistral-sliding", FamilySupport).find("sliding window (12"),
       std::string::npos);
+  if (std::filesystem::exists(kRoot + "fixtures/jina-v3/config.json")) {
+    EXPECT_NE(refusal("fixtures/jina-v3", FamilySupport).find("AddLora: no task adapters"),
+              std::string::npos);
+  }
   EXPECT_TRUE(CudaVerdict("all-MiniLM-L6-v2", exact).ok());  // head_dim 32: its real size
 
   // The op-level limits themselves.

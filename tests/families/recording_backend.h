@@ -125,6 +125,25 @@ class RecordingBackend final : public ops::Backend {
     Record("Add", {in, out}, "");
     return Status::Ok();
   }
+  Result<int> DoAddLora(const std::vector<ops::LoraPart>& parts, int n, int k,
+                        ops::LoraInput input) override {
+    (void)parts;
+    (void)n;
+    (void)k;
+    (void)input;
+    return loras_++;
+  }
+  Status DoLoraAdd(ops::Buffer in, ops::LoraWeight w, ops::Buffer out) override {
+    if (in.valid()) Read(in);
+    Read(out);
+    Write(out);
+    if (in.valid()) {
+      Record("LoraAdd", {in, out}, "w " + std::to_string(w.id));
+    } else {
+      Record("LoraAdd", {out}, "table " + std::to_string(w.id));
+    }
+    return Status::Ok();
+  }
   Status DoVocabMaxPool(ops::Buffer hidden, ops::LinearWeight w, ops::Buffer out) override {
     Read(hidden);
     Write(out);
@@ -191,7 +210,7 @@ class RecordingBackend final : public ops::Backend {
   }
 
   std::function<Status(const ops::OpCall&)> support_;
-  int linears_ = 0, norms_ = 0, tables_ = 0;
+  int linears_ = 0, norms_ = 0, tables_ = 0, loras_ = 0;
   std::vector<Extent> extents_;
   size_t arena_bytes_ = 0;
   int token_rows_ = 0, seq_rows_ = 0;

@@ -1,7 +1,8 @@
 // Arbitrary bytes as the JSON files of a model directory: config.json (ReadBertConfig,
 // ReadDecoderConfig, ReadModernBertConfig, ReadRopeEncoderConfig, ReadDebertaConfig), modules.json,
 // the Pooling, Dense and SpladePooling modules' config.json and sentence_bert_config.json
-// (ReadSentenceTransformersConfig), and a sharded checkpoint's model.safetensors.index.json
+// (ReadSentenceTransformersConfig), a task adapter's adapter_config.json (ReadLoraAdapterConfig,
+// ReadLoraAdapters), and a sharded checkpoint's model.safetensors.index.json
 // (ParseShardIndex: every shard it accepts is a plain file name, and every listed tensor names one
 // of them), and the files the sentence-transformers / transformers precedence reads
 // (tokenizer_config.json for ResolveMaxInputLength, config_sentence_transformers.json for
@@ -12,6 +13,7 @@
 // never crash.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -24,6 +26,7 @@
 #include "description/bert_config.h"
 #include "description/deberta_config.h"
 #include "description/decoder_config.h"
+#include "description/lora_adapters.h"
 #include "description/modernbert_config.h"
 #include "description/rope_encoder_config.h"
 #include "description/sentence_transformers.h"
@@ -80,6 +83,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   std::filesystem::create_directory(g_dir + "/1_Pooling");
   std::filesystem::create_directory(g_dir + "/2_Dense");
   std::filesystem::create_directory(g_dir + "/static");
+  std::filesystem::create_directory(g_dir + "/adapter");
   std::atexit([] { std::filesystem::remove_all(g_dir); });
   return 0;
 }
@@ -105,9 +109,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)orchid::ReadModernBertConfig(g_dir + "/config.json").ok();
   (void)orchid::ReadDebertaConfig(g_dir + "/config.json").ok();
   for (auto variant :
-       {orchid::RopeEncoderConfig::Variant::kNomic, orchid::RopeEncoderConfig::Variant::kGte}) {
-    (void)orchid::ReadRopeEncoderConfig(g_dir + "/config.json", variant).ok();
+       {orchid::RopeEncoderConfig::Variant::kNomic, orchid::RopeEncoderConfig::Variant::kGte,
+        orchid::RopeEncoderConfig::Variant::kJinaV3}) {
+    if (auto c = orchid::ReadRopeEncoderConfig(g_dir + "/config.json", variant); c.ok()) {
+      for (int d : c->matryoshka_dimensions) {
+        if (d < 1 || d > c->hidden_size) std::abort();
+      }
+    }
   }
+
+  // The bytes as a task adapter's adapter_config.json (a LoRA adapter in a subfolder).
+  Write(g_dir + "/adapter/adapter_config.json", bytes);
+  if (auto a = orchid::ReadLoraAdapterConfig(g_dir + "/adapter/adapter_config.json", "adapter");
+      a.ok() && (a->rank < 1 || !std::isfinite(a->scale()))) {
+    std::abort();
+  }
+  (void)orchid::ReadLoraAdapters(g_dir).ok();
 
   // The bytes as modules.json, with no other file present.
   Remove(g_dir + "/1_Pooling/config.json");

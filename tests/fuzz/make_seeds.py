@@ -79,6 +79,17 @@ def config_seeds():
                        ' "rope_parameters": {"rope_type": "llama3", "factor": 8, "low_freq_factor": 1,'
                        ' "high_freq_factor": 4, "original_max_position_embeddings": 16, "rope_theta": 5e5}}')
     put("config_fuzz", '{"max_seq_length": 128, "processor_kwargs": {"model_max_length": 64}}')
+    # jina-embeddings-v3 (transformers' config fields, Matryoshka widths) and a task adapter's
+    # adapter_config.json as PEFT writes it (issue 32 item 3).
+    put("config_fuzz", '{"architectures": ["JinaEmbeddingsV3Model"], "model_type": "jina_embeddings_v3",'
+                       ' "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,'
+                       ' "intermediate_size": 16, "hidden_act": "gelu", "type_vocab_size": 1,'
+                       ' "rope_parameters": {"rope_type": "default", "rope_theta": 20000.0},'
+                       ' "matryoshka_dimensions": [2, 4, 8]}')
+    put("config_fuzz", '{"peft_type": "LORA", "r": 4, "lora_alpha": 1, "lora_dropout": 0.0, "bias": "none",'
+                       ' "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "fc1", "fc2",'
+                       ' "word_embeddings"], "use_rslora": false, "use_dora": false, "fan_in_fan_out": false,'
+                       ' "rank_pattern": {}, "alpha_pattern": {}, "modules_to_save": null}')
     # A sharded checkpoint's index, as save_pretrained writes it.
     put("config_fuzz", (fixtures / "mistral-sharded" / "model.safetensors.index.json").read_bytes())
 
@@ -94,6 +105,9 @@ def request_seeds():
         # Quantized outputs and truncation direction (issue 6).
         {"input": ["q"], "embedding_types": ["float", "int8", "ubinary"], "truncation_direction": "left"},
         {"input": "x", "encoding_format": "binary", "truncate": True},
+        # Task adapters (Jina's task; issue 32 item 3).
+        {"input": ["q"], "task": "retrieval.query", "dimensions": 32},
+        {"inputs": "x", "task": "text-matching", "prompt_name": None},
         # The rerank routes: TEI /rerank, Cohere /v1/rerank, vLLM-style /v1/score.
         {"query": "q", "texts": ["a", "b c"], "truncate": True, "raw_scores": True, "return_text": True},
         {"model": "m", "query": "q", "documents": ["a", {"text": "b"}], "top_n": 1,

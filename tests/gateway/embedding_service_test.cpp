@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <future>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,111 @@ TEST(EmbeddingServiceTest, TextsWithoutTokensAreZeroRowsWhenAsked) {
   EXPECT_EQ(none.embeddings.data, std::vector<float>(2 * size_t(none.embeddings.dim), 0.0f));
   EXPECT_EQ(engine.num_batches(), batches);
   pool.join();
+}
+
+// Task adapters (jina-embeddings-v3): `task` (or its adapter folder's name), prompt_name naming
+// a task, input_type mapped to one, none; each request's sequences reach the engine with its
+// adapter and the task's prompt; a task the model lacks is a 400 naming the ones it has, and so
+// is a Matryoshka width the model does not list.
+TEST(EmbeddingServiceTest, TasksPickTheAdapterAndItsPrompt) {
+  FakeEngine engine(/*auto_complete=*/true, /*vocab_size=*/1000, /*max_seq_length=*/32);
+  engine.SetTasks(
+      {"retrieval.query", "retrieval.passage", "separation", "classification", "text-matching"});
+  TokenBudgetScheduler scheduler(&engine, TokenBudgetSchedulerOptions{4096, 1 << 20, 2});
+  LocalBackend backend(&scheduler);
+  FakeTokenizer tokenizer;
+  boost::asio::thread_pool pool(2);
+  EmbeddingService service(&tokenizer, &backend, "m",
+                           [&pool](Task t) { boost::asio::post(pool, std::move(t)); });
+  EncodeConfig prompts;
+  prompts.prompts = {{"retrieval.query", "q q "}, {"retrieval.passage", ""}, {"other", "o "}};
+  service.SetPrompts(prompts, std::nullopt);
+  auto call = [&service](EmbeddingsRequest r) {
+    std::promise<EmbeddingReply> p;
+    auto f = p.get_future();
+    service.Embed(std::move(r), [&p](EmbeddingReply reply) { p.set_value(std::move(reply)); });
+    return f.get();
+  };
+  // The last batch's adapters and its first sequence's length (FakeTokenizer: a token per word
+  // between [CLS] and [SEP]).
+  auto last = [&engine]() { return engine.batch(engine.num_batches() - 1); };
+  struct Case {
+    std::optional<std::string> task, prompt_name, input_type;
+    int adapter;
+    int length;  // tokens of "a b" with the chosen prompt
+  };
+  const Case cases[] = {
+      {std::nullopt, std::nullopt, std::nullopt, 0, 4},
+      {"retrieval.query", std::nullopt, std::nullopt, 1, 6},
+      {"retrieval_query", std::nullopt, std::nullopt, 1, 6},
+      {"text-matching", std::nullopt, std::nullopt, 5, 4},
+      {"text_matching", std::nullopt, std::nullopt, 5, 4},
+      {std::nullopt, "retrieval.query", std::nullopt, 1, 6},
+      {std::nullopt, std::nullopt, "query", 1, 6},
+      {std::nullopt, std::nullopt, "document", 2, 4},
+      {std::nullopt, std::nullopt, "clustering", 3, 4},
+      {std::nullopt, std::nullopt, "classification", 4, 4},
+      {"separation", "other", std::nullopt, 3, 5},  // prompt_name's own prompt, the task's adapter
+      {std::nullopt, "other", std::nullopt, 0, 5},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.task.value_or("-") + " / " + c.prompt_name.value_or("-") + " / " +
+                 c.input_type.value_or("-"));
+    EmbeddingsRequest r;
+    r.texts = {"a b"};
+    r.task = c.task;
+    r.prompt_name = c.prompt_name;
+    r.input_type = c.input_type;
+    EmbeddingReply reply = call(std::move(r));
+    ASSERT_FALSE(reply.error) << reply.error->message;
+    const RaggedBatch b = last();
+    EXPECT_EQ(b.adapters.empty() ? 0 : b.adapters[0], c.adapter);
+    EXPECT_EQ(b.seq_len(0), c.length);
+  }
+  // Token ids take a task too (no prompt).
+  EmbeddingsRequest ids;
+  ids.token_ids = {{5, 6, 7}};
+  ids.task = "classification";
+  ASSERT_FALSE(call(std::move(ids)).error);
+  EXPECT_EQ(last().adapters, (std::vector<int32_t>{4}));
+
+  EmbeddingsRequest bad;
+  bad.texts = {"a"};
+  bad.task = "retrieval";
+  EmbeddingReply err = call(std::move(bad));
+  ASSERT_TRUE(err.error);
+  EXPECT_EQ(err.error->http_status, 400);
+  EXPECT_EQ(err.error->param, "task");
+  EXPECT_EQ(err.error->code, "invalid_task");
+  EXPECT_NE(err.error->message.find("retrieval.query, retrieval.passage, separation, "
+                                    "classification, text-matching"),
+            std::string::npos)
+      << err.error->message;
+  pool.join();
+}
+
+TEST(EmbeddingServiceTest, ATaskOnAModelWithoutAdaptersIsRefused) {
+  FakeEngine engine(/*auto_complete=*/true);
+  TokenBudgetScheduler scheduler(&engine, TokenBudgetSchedulerOptions{4096, 1 << 20, 2});
+  LocalBackend backend(&scheduler);
+  FakeTokenizer tokenizer;
+  EmbeddingService service(&tokenizer, &backend, "m", [](Task t) { t(); });
+  EmbeddingsRequest r;
+  r.texts = {"a"};
+  r.task = "retrieval.query";
+  std::optional<EmbeddingReply> got;
+  service.Embed(std::move(r), [&got](EmbeddingReply reply) { got = std::move(reply); });
+  ASSERT_TRUE(got && got->error);
+  EXPECT_NE(got->error->message.find("no task adapters"), std::string::npos) << got->error->message;
+  // input_type on such a model is a prompt choice only, as before: no adapter, no error.
+  EmbeddingsRequest q;
+  q.texts = {"a"};
+  q.input_type = "query";
+  std::promise<EmbeddingReply> p;
+  auto f = p.get_future();
+  service.Embed(std::move(q), [&p](EmbeddingReply reply) { p.set_value(std::move(reply)); });
+  EXPECT_FALSE(f.get().error);
+  EXPECT_TRUE(engine.batch(engine.num_batches() - 1).adapters.empty());
 }
 
 }  // namespace

@@ -168,5 +168,32 @@ TEST(OpenApiDocumentTest, EachModelKindGetsTheRoutesItAnswers) {
   EXPECT_EQ(Operations(classifier, parser, &body), with({"post /predict"}));
 }
 
+// Task adapters: `task`'s enum is the default model's tasks with their adapter folders' names;
+// `dimensions` takes only the Matryoshka widths the model lists; neither without them.
+TEST(OpenApiDocumentTest, TasksAndMatryoshkaWidthsBoundTheirFields) {
+  const std::string source = R"({
+    "task": {"type": ["string", "null"], "x-orchid-enum": "tasks"},
+    "d": {"type": "integer", "x-orchid-maximum": "dimensions"}
+  })";
+  ServedModelFacts jina;
+  jina.kinds = {"embed", "default-embed"};
+  jina.task_names = {"retrieval.query", "separation", "text-matching"};
+  jina.matryoshka_dimensions = {32, 64, 1024};
+  jina.dimensions = 1024;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc = parser.parse(ServedOpenApiDocument(source, jina));
+  EXPECT_EQ(
+      simdjson::to_string(doc["task"]["enum"]),
+      R"(["retrieval.query","retrieval_query","separation","text-matching","text_matching",null])");
+  EXPECT_EQ(simdjson::to_string(doc["d"]["enum"]), R"([32,64,1024,null])");
+  ServedModelFacts plain;
+  plain.kinds = {"embed", "default-embed"};
+  plain.dimensions = 384;
+  simdjson::dom::parser parser2;
+  simdjson::dom::element doc2 = parser2.parse(ServedOpenApiDocument(source, plain));
+  EXPECT_EQ(simdjson::to_string(doc2["task"]["enum"]), "[null]");
+  EXPECT_TRUE(doc2["d"]["enum"].error());
+}
+
 }  // namespace
 }  // namespace orchid

@@ -277,5 +277,42 @@ TEST(ConvertTest, InfoCarriesTheLateInteractionSettings) {
   EXPECT_EQ(rpc::FromProto(bad).status().code(), StatusCode::kCorrupt);
 }
 
+// Task adapters cross the wire by name (issue 32 item 3): the worker numbers them itself and
+// refuses a task its model lacks; Info carries the tasks and the Matryoshka widths.
+TEST(ConvertTest, TasksTravelByName) {
+  rpc::WorkerModel m;
+  m.name = "jina";
+  m.info.vocab_size = 100;
+  m.info.hidden_size = 48;
+  m.info.tasks = {"retrieval.query", "retrieval.passage", "text-matching"};
+  m.info.matryoshka_dimensions = {8, 16, 48};
+  m.max_input_tokens = 512;
+  v1::InfoResponse info;
+  rpc::ToProto(m, 1024, &info);
+  Result<rpc::WorkerModel> back = rpc::FromProto(info);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->info.tasks, m.info.tasks);
+  EXPECT_EQ(back->info.matryoshka_dimensions, m.info.matryoshka_dimensions);
+  info.add_matryoshka_dimensions(49);  // wider than the model
+  EXPECT_EQ(rpc::FromProto(info).status().code(), StatusCode::kCorrupt);
+
+  v1::EmbedRequest msg;
+  msg.add_sequences()->add_token_ids(3);
+  msg.set_task("text-matching");
+  EmbedRequest out;
+  int64_t tokens = 0;
+  ASSERT_TRUE(rpc::FromProto(msg, m, &out, &tokens).ok());
+  EXPECT_EQ(out.adapter, 3);
+  msg.clear_task();
+  ASSERT_TRUE(rpc::FromProto(msg, m, &out, &tokens).ok());
+  EXPECT_EQ(out.adapter, 0);
+  msg.set_task("separation");
+  const Status st = rpc::FromProto(msg, m, &out, &tokens);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("retrieval.query, retrieval.passage, text-matching"),
+            std::string::npos)
+      << st.message();
+}
+
 }  // namespace
 }  // namespace orchid

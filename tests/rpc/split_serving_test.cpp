@@ -30,9 +30,11 @@ constexpr uint64_t kFingerprint = 0x1234;
 // One fake worker: engine, scheduler and gRPC server on a free port.
 struct FakeWorker {
   explicit FakeWorker(bool auto_complete = true, int64_t max_queued_tokens = 1024,
-                      bool scorer = false, const LateInteraction* late = nullptr)
+                      bool scorer = false, const LateInteraction* late = nullptr,
+                      std::vector<std::string> tasks = {})
       : engine(auto_complete, /*vocab_size=*/1000, /*max_seq_length=*/16),
-        scheduler(&engine, TokenBudgetSchedulerOptions{64, max_queued_tokens, 2}) {
+        scheduler(&engine, (engine.SetTasks(std::move(tasks)),
+                            TokenBudgetSchedulerOptions{64, max_queued_tokens, 2})) {
     if (scorer) engine.MakeScorer();
     if (late != nullptr) engine.MakeLateInteraction(*late);
     rpc::WorkerServerOptions o;
@@ -756,6 +758,37 @@ TEST(ReplicaPool, LateInteractionQueriesKeepTheirAttendedLengthsAcrossChunks) {
   int healthy = 0;
   for (const ReplicaState& st : (*mixed)->replicas()) healthy += st.healthy ? 1 : 0;
   EXPECT_EQ(healthy, 1);
+}
+
+// A task adapter reaches the worker's engine in every chunk of a request (by name, numbered by
+// the worker), and one the gateway does not know is refused before any call.
+TEST(ReplicaPool, ChunksCarryTheTask) {
+  FakeWorker a(/*auto_complete=*/true, 1024, false, nullptr, {"retrieval.query", "text-matching"});
+  auto pool = ReplicaPool::Start(PoolOptions({&a}), 5s);
+  ASSERT_TRUE(pool.ok());
+  ASSERT_TRUE(WaitHealthy(**pool, 1));
+  EXPECT_EQ((*pool)->model_info().tasks, a.engine.info().tasks);
+  EmbedRequest r;
+  r.sequences = Sequences(30);  // over the pool's chunk size: several chunks
+  r.adapter = 2;
+  auto p = std::make_shared<std::promise<Result<Embeddings>>>();
+  auto f = p->get_future();
+  (*pool)->Embed(std::move(r), [p](Result<Embeddings> rows) { p->set_value(std::move(rows)); });
+  Result<Embeddings> e = f.get();
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ExpectRows(*e, Sequences(30));
+  ASSERT_GE(a.engine.num_batches(), 2u);
+  for (size_t i = 0; i < a.engine.num_batches(); ++i) {
+    EXPECT_EQ(a.engine.batch(i).adapters,
+              std::vector<int32_t>(size_t(a.engine.batch(i).num_sequences()), 2));
+  }
+  EmbedRequest bad;
+  bad.sequences = Sequences(1);
+  bad.adapter = 3;
+  auto pb = std::make_shared<std::promise<Result<Embeddings>>>();
+  auto fb = pb->get_future();
+  (*pool)->Embed(std::move(bad), [pb](Result<Embeddings> rows) { pb->set_value(std::move(rows)); });
+  EXPECT_EQ(fb.get().status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

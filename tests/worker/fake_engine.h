@@ -58,6 +58,8 @@ class FakeEngine : public Engine {
     info_.late_interaction.enabled = true;
     info_.token_embedding_dim = kDim;
   }
+  // Gives the model task adapters (ModelInfo::tasks; call before handing it to a scheduler).
+  void SetTasks(std::vector<std::string> tasks) { info_.tasks = std::move(tasks); }
   static float ClassifierLogit(int length, int type_id_sum, int k) {
     return k == 0 ? ScorerLogit(length, type_id_sum) : 0.5f * float(k) * float(length - 4);
   }

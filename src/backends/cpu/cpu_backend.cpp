@@ -36,6 +36,16 @@ void CpuBackend::Begin(const RaggedBatch& batch, bool allow_prune) {
     pooled_cu_[size_t(s) + 1] =
         pooled_cu_[size_t(s)] + query_rows_[2 * size_t(s) + 1] - query_rows_[2 * size_t(s)];
   }
+  seq_of_token_.clear();
+  seq_of_pooled_.clear();
+  if (!batch.adapters.empty()) {
+    seq_of_token_.resize(size_t(batch.num_tokens()));
+    for (int s = 0; s < S; ++s) {
+      std::fill(seq_of_token_.begin() + batch.cu_seqlens[size_t(s)],
+                seq_of_token_.begin() + batch.cu_seqlens[size_t(s) + 1], s);
+    }
+    for (int32_t t : pooled_rows_) seq_of_pooled_.push_back(seq_of_token_[size_t(t)]);
+  }
   for (size_t i = 0; i < buffers_.size(); ++i) {
     const ops::Buffer b{int(i)};
     if (decl(b).rows == ops::Rows::kPooled && !prune_) continue;
@@ -395,13 +405,36 @@ Status CpuBackend::DoNormalize(ops::Buffer x) {
   return Status::Ok();
 }
 
+Result<int> CpuBackend::DoAddLora(const std::vector<ops::LoraPart>& parts, int n, int k,
+                                  ops::LoraInput input) {
+  loras_.emplace_back(parts, n, k, input != ops::LoraInput::kRows);
+  return int(loras_.size()) - 1;
+}
+
+Status CpuBackend::DoLoraAdd(ops::Buffer in, ops::LoraWeight w, ops::Buffer out) {
+  const bool pooled = decl(out).rows == ops::Rows::kPooled;
+  const int32_t* ids = batch_->token_ids.data();
+  if (w.input == ops::LoraInput::kTypeIds) {
+    if (batch_->token_type_ids.empty()) {
+      zero_types_.assign(size_t(batch_->num_tokens()), 0);
+      ids = zero_types_.data();
+    } else {
+      ids = batch_->token_type_ids.data();
+    }
+  }
+  loras_[size_t(w.id)].Apply(pool_, in.valid() ? data(in) : nullptr, ids, rows(out),
+                             pooled ? seq_of_pooled_.data() : seq_of_token_.data(),
+                             batch_->adapters, mut(out));
+  return Status::Ok();
+}
+
 Status CpuBackend::DoActivate(ops::Buffer x, ops::Activation a) {
   float* v = mut(x);
   const size_t n = size_t(rows(x)) * size_t(decl(x).width);
   if (a == ops::Activation::kTanh) {
     for (size_t i = 0; i < n; ++i) v[i] = std::tanh(v[i]);
   } else if (a == ops::Activation::kGelu) {
-    Gelu(nullptr, v, n);
+    Gelu(pool_, v, n);
   } else if (a == ops::Activation::kLog1pRelu) {
     for (size_t i = 0; i < n; ++i) v[i] = std::log1p(std::max(v[i], 0.0f));
   } else {

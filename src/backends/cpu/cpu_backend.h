@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backends/cpu/linear.h"
+#include "backends/cpu/lora.h"
 #include "backends/cpu/thread_pool.h"
 #include "core/tensor.h"
 #include "engine/ragged_batch.h"
@@ -78,6 +79,9 @@ class CpuBackend final : public ops::Backend {
   Status DoPool(ops::Buffer hidden, ops::Buffer out, bool normalize) override;
   Status DoNormalize(ops::Buffer x) override;
   Status DoVocabMaxPool(ops::Buffer hidden, ops::LinearWeight w, ops::Buffer out) override;
+  Result<int> DoAddLora(const std::vector<ops::LoraPart>& parts, int n, int k,
+                        ops::LoraInput input) override;
+  Status DoLoraAdd(ops::Buffer in, ops::LoraWeight w, ops::Buffer out) override;
 
  private:
   struct LinearLayer {
@@ -108,6 +112,7 @@ class CpuBackend final : public ops::Backend {
   std::vector<LinearLayer> linears_;
   std::vector<NormLayer> norms_;
   std::vector<Tensor> tables_;
+  std::vector<LoraDelta> loras_;
   std::vector<Buffer<float>> buffers_;
 
   // The current batch.
@@ -117,6 +122,9 @@ class CpuBackend final : public ops::Backend {
   std::vector<int32_t> pooled_rows_;  // the token index of each pooled row
   std::vector<int32_t> pooled_cu_;    // [S + 1]: each sequence's pooled rows
   std::vector<int32_t> shifted_positions_;
+  // With task adapters in the batch: the sequence of each token and of each pooled row.
+  std::vector<int32_t> seq_of_token_, seq_of_pooled_;
+  std::vector<int32_t> zero_types_;  // a batch without token types: all type 0
   Buffer<float> scores_, full_context_, relative_bias_, vocab_scratch_;
   std::vector<int32_t> relative_index_;  // DeBERTa: the table row of each distance, per batch
   std::vector<float> rope_inv_freq_;     // QkNormRope's frequencies, per call (or sequence)

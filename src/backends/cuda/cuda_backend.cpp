@@ -579,6 +579,22 @@ Status CudaBackend::DoAdd(ops::Buffer in, ops::Buffer out) {
   return Refused("Add");
 }
 
+Result<int> CudaBackend::DoAddLora(const std::vector<ops::LoraPart>& parts, int n, int k,
+                                   ops::LoraInput input) {
+  (void)parts;
+  (void)n;
+  (void)k;
+  (void)input;
+  return Status::Unimplemented("cuda backend: no task adapters (LoRA)");
+}
+
+Status CudaBackend::DoLoraAdd(ops::Buffer in, ops::LoraWeight w, ops::Buffer out) {
+  (void)in;
+  (void)w;
+  (void)out;
+  return Refused("LoraAdd");
+}
+
 Status CudaBackend::DoVocabMaxPool(ops::Buffer hidden, ops::LinearWeight w, ops::Buffer out) {
   (void)hidden;
   (void)w;

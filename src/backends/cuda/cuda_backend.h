@@ -222,6 +222,10 @@ class CudaBackend final : public ops::Backend {
   Status DoPool(ops::Buffer hidden, ops::Buffer out, bool normalize) override;
   Status DoNormalize(ops::Buffer x) override;
   Status DoVocabMaxPool(ops::Buffer hidden, ops::LinearWeight w, ops::Buffer out) override;
+  // Task adapters (LoRA): refused by Supports() (op_support.h), so never reached.
+  Result<int> DoAddLora(const std::vector<ops::LoraPart>& parts, int n, int k,
+                        ops::LoraInput input) override;
+  Status DoLoraAdd(ops::Buffer in, ops::LoraWeight w, ops::Buffer out) override;
 
  private:
   struct LinearLayer {

@@ -120,6 +120,11 @@ Status Supports(const ops::OpCall& call) {
       return Status::Ok();
     case OpKind::kVocabMaxPool:
       return Unsupported(call, "no vocabulary max-pooling (SPLADE)");
+    case OpKind::kAddLora:
+    case OpKind::kLoraAdd:
+      return Unsupported(call,
+                         "no task adapters (LoRA: jina-embeddings-v3's per-request tasks); "
+                         "serve the model with --device cpu");
     case OpKind::kNormalize:
       return Unsupported(call,
                          "no normalisation after pooling (sentence-transformers Dense "
