@@ -39,10 +39,12 @@ real-models: venv
 # (numpy only; their expected outputs are committed in tests/fixtures/models/reference), and the
 # directories that sentence-transformers / transformers releases saved from them for the
 # conformance tests (tests/fixtures/conformance: committed configs, weights rebuilt and checked);
-# the static embedding tables (tests/fixtures/static, expected outputs in its reference/).
+# the static embedding tables (tests/fixtures/static, expected outputs in its reference/), and
+# the BGE-M3 directory (tests/fixtures/bge_m3: its .pt heads in torch.save's format).
 fixtures: model venv
 	@.venv/bin/python tests/fixtures/models/build.py models/fixtures
 	@.venv/bin/python tests/fixtures/static/build.py models/fixtures
+	@.venv/bin/python tests/fixtures/bge_m3/build.py models/fixtures
 	@.venv/bin/python tests/fixtures/conformance/cases.py models/fixtures models/conformance
 
 # A fresh tree is configured without the unit tests (what `make serve` needs); `make build`

@@ -52,6 +52,12 @@ int RunWorker(const WorkerOptions& o) {
         o.model_dir);
     return 2;
   }
+  if (serving->model.info.bge_m3) {
+    // Nor a per-token pass's pooled rows, which BGE-M3's dense output comes from.
+    spdlog::error("{}: BGE-M3 models are served by `orchid serve` only, not by `orchid worker`",
+                  o.model_dir);
+    return 2;
+  }
   rpc::WorkerServerOptions wo;
   wo.listen = o.listen;
   wo.model = serving->model;
