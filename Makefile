@@ -40,11 +40,13 @@ real-models: venv
 # directories that sentence-transformers / transformers releases saved from them for the
 # conformance tests (tests/fixtures/conformance: committed configs, weights rebuilt and checked);
 # the static embedding tables (tests/fixtures/static, expected outputs in its reference/);
-# jina-embeddings-v3 with its task adapters (tests/fixtures/jina_v3, likewise).
+# jina-embeddings-v3 with its task adapters (tests/fixtures/jina_v3, likewise); the BGE-M3
+# directory (tests/fixtures/bge_m3: its .pt heads in torch.save's format).
 fixtures: model venv
 	@.venv/bin/python tests/fixtures/models/build.py models/fixtures
 	@.venv/bin/python tests/fixtures/static/build.py models/fixtures
 	@.venv/bin/python tests/fixtures/jina_v3/build.py models/fixtures
+	@.venv/bin/python tests/fixtures/bge_m3/build.py models/fixtures
 	@.venv/bin/python tests/fixtures/conformance/cases.py models/fixtures models/conformance
 
 # A fresh tree is configured without the unit tests (what `make serve` needs); `make build`

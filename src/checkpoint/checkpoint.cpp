@@ -97,7 +97,17 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& dir) {
     return c;
   }
   c->path_ = dir + "/" + kWeightsIndexFile;
-  if (!std::filesystem::exists(c->path_, ec)) return NoWeightsIn(dir);
+  if (!std::filesystem::exists(c->path_, ec)) {
+    const std::string bin = dir + "/" + kTorchWeightsFile;
+    if (!std::filesystem::exists(bin, ec)) return NoWeightsIn(dir);
+    c->path_ = bin;
+    ORCHID_ASSIGN_OR_RETURN(c->torch_, TorchCheckpointFile::Open(bin));
+    for (const TensorInfo& t : c->torch_->tensors()) {
+      c->index_.emplace(std::string_view(t.name), std::make_pair(nullptr, &t));
+      c->tensors_.push_back(&t);
+    }
+    return c;
+  }
   ORCHID_ASSIGN_OR_RETURN(const std::string text, ReadIndexFile(c->path_));
   ORCHID_ASSIGN_OR_RETURN(const ShardIndex idx, ParseShardIndex(text, c->path_));
   for (const std::string& shard : idx.shards) {
@@ -132,12 +142,13 @@ Result<Tensor> Checkpoint::ReadF32(std::string_view name) const {
   if (it == index_.end()) {
     return Status::NotFound(path_ + ": no tensor named \"" + std::string(name) + "\"");
   }
+  if (it->second.first == nullptr) return torch_->ReadF32(name);
   return it->second.first->ReadF32(name);
 }
 
 const std::string& Checkpoint::FileOf(std::string_view name) const {
   auto it = index_.find(name);
-  return it == index_.end() ? path_ : it->second.first->path();
+  return it == index_.end() || it->second.first == nullptr ? path_ : it->second.first->path();
 }
 
 }  // namespace orchid

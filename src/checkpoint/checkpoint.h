@@ -11,6 +11,9 @@
 // loads whole shards); a tensor in two shards is refused. Errors are kNotFound (no checkpoint,
 // a missing shard) or kCorrupt, naming the file.
 //
+// Without either, DIR/pytorch_model.bin (one torch.save archive, read by the restricted reader
+// of torch_checkpoint.h) is the checkpoint, as transformers falls back to it.
+//
 // Thread safety: immutable after Open(); any thread may read it.
 #pragma once
 
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "checkpoint/safetensors.h"
+#include "checkpoint/torch_checkpoint.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "description/model_files.h"
@@ -47,7 +51,7 @@ class Checkpoint {
   // DIR's kWeightsFile, else its kWeightsIndexFile and shards (description/model_files.h).
   static Result<std::unique_ptr<Checkpoint>> Open(const std::string& dir);
 
-  // DIR/model.safetensors, or the index file of a sharded checkpoint.
+  // DIR/model.safetensors, the index file of a sharded checkpoint, or DIR/pytorch_model.bin.
   const std::string& path() const { return path_; }
   // Every tensor, shard after shard, each shard's in its file's order.
   const std::vector<const TensorInfo*>& tensors() const { return tensors_; }
@@ -64,6 +68,7 @@ class Checkpoint {
 
   std::string path_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::unique_ptr<TorchCheckpointFile> torch_;  // pytorch_model.bin (then files_ is empty)
   std::vector<const TensorInfo*> tensors_;
   std::unordered_map<std::string_view, std::pair<const SafetensorsFile*, const TensorInfo*>>
       index_;

@@ -86,6 +86,39 @@ size_t DTypeSize(DType t) {
   return 0;
 }
 
+bool ConvertToF32(DType dtype, const std::byte* src, size_t n, float* dst) {
+  // memcpy per element: offsets need not be aligned.
+  switch (dtype) {
+    case DType::kF32:
+      std::memcpy(dst, src, n * 4);
+      return true;
+    case DType::kF16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        dst[i] = HalfToFloat(h);
+      }
+      return true;
+    case DType::kBF16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        const uint32_t bits = uint32_t(h) << 16;
+        std::memcpy(dst + i, &bits, 4);
+      }
+      return true;
+    case DType::kF64:
+      for (size_t i = 0; i < n; ++i) {
+        double d;
+        std::memcpy(&d, src + 8 * i, 8);
+        dst[i] = float(d);
+      }
+      return true;
+    default:
+      return false;
+  }
+}
+
 SafetensorsFile::~SafetensorsFile() {
   if (map_ != nullptr) munmap(map_, map_size_);
 }
@@ -255,47 +288,22 @@ const TensorInfo* SafetensorsFile::Find(std::string_view name) const {
   return it == index_.end() ? nullptr : &tensors_[it->second];
 }
 
-Result<Tensor> SafetensorsFile::ReadF32(std::string_view name) const {
-  const TensorInfo* t = Find(name);
+Result<Tensor> ReadTensorF32(const TensorInfo* t, const std::byte* bytes, std::string_view name,
+                             const std::string& error_prefix) {
   if (t == nullptr) {
-    return Status::NotFound(ErrPrefix(path_) + "no tensor named \"" + std::string(name) + "\"");
+    return Status::NotFound(error_prefix + "no tensor named \"" + std::string(name) + "\"");
   }
   Tensor out(t->shape);
-  float* dst = out.data();
-  const std::byte* src = Bytes(*t);
-  const size_t n = size_t(t->numel);
-  // memcpy per element: offsets need not be aligned.
-  switch (t->dtype) {
-    case DType::kF32:
-      std::memcpy(dst, src, n * 4);
-      break;
-    case DType::kF16:
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
-        dst[i] = HalfToFloat(h);
-      }
-      break;
-    case DType::kBF16:
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
-        const uint32_t bits = uint32_t(h) << 16;
-        std::memcpy(dst + i, &bits, 4);
-      }
-      break;
-    case DType::kF64:
-      for (size_t i = 0; i < n; ++i) {
-        double d;
-        std::memcpy(&d, src + 8 * i, 8);
-        dst[i] = float(d);
-      }
-      break;
-    default:
-      return Status::Corrupt(ErrPrefix(path_) + "tensor \"" + t->name + "\" has dtype " +
-                             DTypeName(t->dtype) + ", expected a float type (F32, F16, BF16, F64)");
+  if (!ConvertToF32(t->dtype, bytes, size_t(t->numel), out.data())) {
+    return Status::Corrupt(error_prefix + "tensor \"" + t->name + "\" has dtype " +
+                           DTypeName(t->dtype) + ", expected a float type (F32, F16, BF16, F64)");
   }
   return out;
+}
+
+Result<Tensor> SafetensorsFile::ReadF32(std::string_view name) const {
+  const TensorInfo* t = Find(name);
+  return ReadTensorF32(t, t == nullptr ? nullptr : Bytes(*t), name, ErrPrefix(path_));
 }
 
 }  // namespace orchid

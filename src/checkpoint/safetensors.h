@@ -45,6 +45,10 @@ enum class DType : uint8_t {
 const char* DTypeName(DType t);
 size_t DTypeSize(DType t);
 
+// Converts n values of `dtype` at `src` (unaligned, little-endian) to fp32 at `dst`: F32, F16,
+// BF16 and F64; false (nothing written) for other dtypes.
+bool ConvertToF32(DType dtype, const std::byte* src, size_t n, float* dst);
+
 struct TensorInfo {
   std::string name;
   DType dtype = DType::kF32;
@@ -53,6 +57,11 @@ struct TensorInfo {
   uint64_t end = 0;
   uint64_t numel = 1;
 };
+
+// A file's tensor `t` (nullptr: absent, kNotFound naming `name`) whose bytes are at `bytes`, as
+// fp32 (ConvertToF32; kCorrupt for other dtypes). `error_prefix` names the file in errors.
+Result<Tensor> ReadTensorF32(const TensorInfo* t, const std::byte* bytes, std::string_view name,
+                             const std::string& error_prefix);
 
 class SafetensorsFile {
  public:

@@ -125,7 +125,8 @@ int RunServe(const ServeOptions& o) {
     spdlog::info("orchid serving {} ({}, {} dim {}, max {} tokens, {}{}) on http://{}{}{}:{}",
                  h->serving.model.name, info.architecture,
                  late ? "late-interaction embedder"
-                      : (info.task == ModelTask::kScore ? "reranker" : "embedder"),
+                      : (info.bge_m3 ? "BGE-M3 dense + sparse + ColBERT embedder"
+                                     : (info.task == ModelTask::kScore ? "reranker" : "embedder")),
                  late ? info.token_dim() : info.output_dim(), h->serving.model.max_input_tokens,
                  late ? "per token, MaxSim" : PoolingName(info.default_pooling),
                  late ? "" : (info.default_normalize ? " pooling, normalized" : " pooling"),

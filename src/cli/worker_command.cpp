@@ -43,6 +43,13 @@ int RunWorker(const WorkerOptions& o) {
     spdlog::error("{}", serving.status().ToString());
     return serving.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
+  if (serving->model.info.bge_m3) {
+    // The worker protocol carries neither BGE-M3's flag nor a per-token pass's pooled rows,
+    // which its dense output comes from: a gateway in front would answer as for another model.
+    spdlog::error("{}: BGE-M3 models are served by `orchid serve` only, not by `orchid worker`",
+                  o.model_dir);
+    return 2;
+  }
   rpc::WorkerServerOptions wo;
   wo.listen = o.listen;
   wo.model = serving->model;

@@ -100,6 +100,12 @@ struct ModelInfo {
   // (the gateway counts them: EmbedRequest::pool_skip).
   bool include_prompt = true;
   LateInteraction late_interaction;
+  // BGE-M3 (FlagEmbedding's BGEM3FlagModel; gateway/bge_m3.h): the pooled row is the dense
+  // vector (CLS, normalised), and the per-token projection gives each token
+  // [colbert_linear(h) (hidden_size values) | sparse_linear(h) (one logit)], so one pass serves
+  // dense, lexical (sparse) and multi-vector (ColBERT) output. Per-token passes keep the pooled
+  // row too (Embeddings::pooled).
+  bool bge_m3 = false;
   // Late interaction: the width of each token's vector (the projection's out_features); 0 for
   // other models, whose per-token output is the last hidden state.
   int token_embedding_dim = 0;

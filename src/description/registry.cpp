@@ -386,6 +386,40 @@ Status DescribeLateInteraction(const std::string& dir, const SentenceTransformer
   return Status::Ok();
 }
 
+// BGE-M3 (FlagEmbedding's BGEM3FlagModel): an XLM-R encoder whose directory also holds
+// colbert_linear.pt (nn.Linear(H, H)) and sparse_linear.pt (nn.Linear(H, 1)), PyTorch state
+// dicts. Both run on every token as one projection of H + 1 outputs; the pooled row stays the
+// dense vector (CLS, normalised: the sentence-transformers modules).
+Status DescribeBgeM3(const std::string& dir, ModelSpec* spec) {
+  std::error_code ec;
+  const std::string colbert = dir + "/colbert_linear.pt", sparse = dir + "/sparse_linear.pt";
+  const bool has_colbert = std::filesystem::exists(colbert, ec);
+  const bool has_sparse = std::filesystem::exists(sparse, ec);
+  if (!has_colbert && !has_sparse) return Status::Ok();
+  if (!has_colbert || !has_sparse) {
+    return Status::Corrupt(dir + ": a BGE-M3 model needs both colbert_linear.pt and " +
+                           "sparse_linear.pt; " + (has_colbert ? "sparse" : "colbert") +
+                           "_linear.pt is missing");
+  }
+  ModelInfo& info = spec->info;
+  if (spec->family != FamilyKind::kBert || info.task != ModelTask::kEmbed || info.causal ||
+      info.sparse || info.late_interaction.enabled || !spec->dense.empty()) {
+    return Status::InvalidArgument(dir +
+                                   ": colbert_linear.pt and sparse_linear.pt (BGE-M3) "
+                                   "need a BERT or XLM-R encoder without other heads");
+  }
+  DenseModule head;
+  head.dir = dir;
+  head.in_features = info.hidden_size;
+  head.out_features = info.hidden_size + 1;
+  // FlagEmbedding's colbert_dim -1: the ColBERT projection is H x H.
+  head.torch_parts = {{colbert, info.hidden_size}, {sparse, 1}};
+  spec->token_dense = {head};
+  info.token_embedding_dim = head.out_features;
+  info.bge_m3 = true;
+  return Status::Ok();
+}
+
 }  // namespace
 
 const char* FamilyName(FamilyKind f) {
@@ -491,6 +525,7 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
     spec.dense = st.dense;
     spec.info.embedding_dim = st.dense.back().out_features;
   }
+  ORCHID_RETURN_IF_ERROR(DescribeBgeM3(dir, &spec));
   return spec;
 }
 
@@ -511,6 +546,11 @@ Status CheckBackend(const ModelSpec& spec, BackendKind backend) {
   }
   if (spec.info.late_interaction.enabled) {
     return refuse("late interaction (ColBERT) needs per-token output, which it does not serve");
+  }
+  if (spec.info.bge_m3) {
+    return refuse(
+        "BGE-M3's sparse and ColBERT outputs need per-token output, which it does not "
+        "serve");
   }
   const Pooling pooling = spec.info.default_pooling;
   if (pooling == Pooling::kMax || pooling == Pooling::kMeanSqrtLen ||

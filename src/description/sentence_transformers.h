@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -22,6 +23,10 @@ struct DenseModule {
   int in_features = 0, out_features = 0;
   bool bias = true;
   bool tanh = false;  // activation_function Tanh; otherwise Identity
+  // PyTorch state dicts (torch.save) whose "weight" / "bias" rows are stacked into this one
+  // layer, each with its rows (BGE-M3's colbert_linear.pt and sparse_linear.pt); empty: the
+  // layer is DIR/model.safetensors' linear.weight / linear.bias.
+  std::vector<std::pair<std::string, int>> torch_parts;
 };
 
 struct SentenceTransformersConfig {

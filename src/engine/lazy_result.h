@@ -33,6 +33,9 @@ struct Embeddings {
   std::vector<float> tokens;           // row-major [token_offsets.back(), token_dim]
   std::vector<int32_t> token_offsets;  // [rows + 1] when tokens are present
   bool has_tokens() const { return !token_offsets.empty(); }
+  // A per-token (Pooling::kNone) answer of a model that also pools in that pass
+  // (ModelInfo::bge_m3): the sequences' pooled rows, output_dim() wide, in order; else empty.
+  std::vector<float> pooled;
 };
 
 class LazyResult {

@@ -4,13 +4,42 @@
 #include <string>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/torch_checkpoint.h"
 #include "checkpoint/weight_reader.h"
 
 namespace orchid {
 namespace {
 
+// One PyTorch state dict's "weight" [rows, in] and "bias" [rows].
+Status ReadTorchLinear(const std::string& path, int rows, int in, Tensor* w, Tensor* bias) {
+  ORCHID_ASSIGN_OR_RETURN(std::unique_ptr<TorchCheckpointFile> file,
+                          TorchCheckpointFile::Open(path));
+  auto read = [&](const char* name, std::vector<int64_t> shape, Tensor* out) -> Status {
+    ORCHID_ASSIGN_OR_RETURN(*out, file->ReadF32(name));
+    if (out->shape() != shape) {
+      return Status::Corrupt(path + ": tensor \"" + name + "\" has shape " + out->ShapeString() +
+                             ", expected " + Tensor(shape).ShapeString());
+    }
+    return Status::Ok();
+  };
+  ORCHID_RETURN_IF_ERROR(read("weight", {rows, in}, w));
+  return read("bias", {rows}, bias);
+}
+
 // A sentence-transformers / PyLate Dense module's linear layer, onto the backend.
 Result<ops::LinearWeight> LoadDense(const DenseModule& m, ops::Backend& b) {
+  if (!m.torch_parts.empty()) {
+    std::vector<Tensor> ws(m.torch_parts.size()), bs(m.torch_parts.size());
+    std::vector<const Tensor*> wp, bp;
+    for (size_t i = 0; i < m.torch_parts.size(); ++i) {
+      ORCHID_RETURN_IF_ERROR(ReadTorchLinear(m.torch_parts[i].first, m.torch_parts[i].second,
+                                             m.in_features, &ws[i], &bs[i]));
+      wp.push_back(&ws[i]);
+      bp.push_back(&bs[i]);
+    }
+    Tensor w = Concat0(wp), bias = Concat0(bp);
+    return b.AddLinear(w, &bias);
+  }
   ORCHID_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> file, Checkpoint::Open(m.dir));
   const WeightReader r(*file, "");
   Tensor w, bias;

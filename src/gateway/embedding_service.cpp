@@ -80,6 +80,7 @@ EmbeddingService::EmbeddingService(const Tokenizer* tokenizer, EmbedBackend* bac
   vocab_size_ = info.vocab_size;
   pooling_ = info.default_pooling;
   normalize_ = info.default_normalize;
+  if (info.bge_m3) m3_unused_ = BgeM3UnusedTokens(*tokenizer_);
   if (info.late_interaction.enabled) {
     Result<LateInteractionEncoder> late =
         LateInteractionEncoder::Make(info.late_interaction, *tokenizer_);
@@ -330,6 +331,37 @@ std::optional<ApiError> EmbeddingService::Tokenize(EmbeddingsRequest* request,
   return RunSlices(completions_, parallelism_, n, kMinInputsPerSlice, encode_range, tokens);
 }
 
+std::optional<ApiError> EmbeddingService::SplitBgeM3(Embeddings rows,
+                                                     const std::vector<std::vector<int32_t>>& ids,
+                                                     EmbeddingReply* reply) const {
+  const ModelInfo& info = backend_->model_info();
+  const int dim = info.token_dim() - 1;
+  size_t total = 0;
+  for (const auto& seq : ids) total += seq.size();
+  if (rows.dim != dim + 1 || size_t(rows.rows) != total ||
+      rows.pooled.size() != ids.size() * size_t(dim_)) {
+    return ApiError::FromStatus(Status::Internal("BGE-M3 rows of the wrong shape"));
+  }
+  reply->dense.rows = int(ids.size());
+  reply->dense.dim = dim_;
+  reply->dense.data = std::move(rows.pooled);
+  reply->lexical.assign(ids.size(), {});
+  EmbeddingMatrix& colbert = reply->embeddings;
+  colbert.dim = dim;
+  colbert.data.reserve(total * size_t(dim));
+  reply->token_counts.clear();
+  size_t first = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int n = int(ids[i].size());
+    SplitBgeM3Rows(ids[i].data(), rows.row(int(first)), n, dim, m3_unused_, &reply->lexical[i],
+                   &colbert.data);
+    reply->token_counts.push_back(std::max(n - 1, 0));
+    first += size_t(n);
+  }
+  colbert.rows = int(colbert.data.size() / size_t(dim));
+  return std::nullopt;
+}
+
 void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(EmbeddingReply)> done) {
   auto fail = [&done](ApiError e) {
     EmbeddingReply reply;
@@ -419,6 +451,9 @@ void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(Embed
     job.sequences.resize(kept);
   }
   const bool per_token = request.per_token;
+  // BGE-M3's lexical weights need each sequence's token ids after the pass.
+  auto m3_ids = std::make_shared<std::vector<std::vector<int32_t>>>();
+  if (per_token && bge_m3()) *m3_ids = job.sequences;
   if (job.sequences.empty()) {
     EmbeddingReply reply;
     if (per_token) {  // no token rows; token_counts says so
@@ -436,12 +471,18 @@ void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(Embed
   // reply is built on the completions executor.
   auto counts = std::make_shared<std::vector<int32_t>>(std::move(token_counts));
   backend_->Embed(std::move(job), [this, shared_done, tokens, counts, inputs, num_inputs, per_token,
-                                   keep](Result<Embeddings> rows) {
+                                   keep, m3_ids](Result<Embeddings> rows) {
     auto result = std::make_shared<Result<Embeddings>>(std::move(rows));
-    completions_([shared_done, result, tokens, counts, inputs, num_inputs, per_token, keep] {
+    completions_([this, shared_done, result, tokens, counts, inputs, num_inputs, per_token, keep,
+                  m3_ids] {
       EmbeddingReply reply;
       if (!result->ok()) {
         reply.error = ApiError::FromStatus(result->status());
+      } else if (!m3_ids->empty()) {
+        reply.prompt_tokens = tokens;
+        if (auto err = SplitBgeM3(std::move(result->value()), *m3_ids, &reply)) {
+          reply.error = std::move(err);
+        }
       } else if (!inputs->empty() && !per_token) {
         // (Per-token rows need nothing: the inputs without a token own none in token_counts.)
         reply.embeddings = WithZeroRows(result->value(), *inputs, num_inputs, result->value().dim);

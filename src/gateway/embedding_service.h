@@ -15,6 +15,7 @@
 #include "core/metrics.h"
 #include "description/sentence_transformers.h"
 #include "gateway/api_error.h"
+#include "gateway/bge_m3.h"
 #include "gateway/embed_backend.h"
 #include "gateway/embeddings_request.h"
 #include "gateway/embeddings_response.h"
@@ -31,6 +32,10 @@ struct EmbeddingReply {
   // Per-token requests (EmbeddingsRequest::per_token): `embeddings` has one row per token, and
   // these many rows belong to each input, in order.
   std::vector<int32_t> token_counts;
+  // BGE-M3 per-token requests (bge_m3.h): `embeddings` holds each input's ColBERT vectors (CLS
+  // dropped, normalised), and these its dense vector and its lexical weights, from that pass.
+  EmbeddingMatrix dense;
+  std::vector<LexicalWeights> lexical;
 };
 
 class EmbeddingService {
@@ -76,6 +81,9 @@ class EmbeddingService {
   // mask token it lacks); Ok otherwise. Serving refuses to start on an error.
   const Status& late_interaction_status() const { return late_status_; }
   bool normalize() const { return normalize_; }
+  // BGE-M3: dense on the pooled routes; per-token requests give all three outputs
+  // (EmbeddingReply::dense, ::lexical and the ColBERT vectors).
+  bool bge_m3() const { return backend_->model_info().bge_m3; }
 
   // Calls `done` exactly once: inline when the request is rejected before queueing, otherwise
   // as a task on the completions executor.
@@ -103,8 +111,14 @@ class EmbeddingService {
                                        int64_t* tokens,
                                        std::vector<std::vector<uint8_t>>* keep) const;
 
+  // BGE-M3: the pass's rows (per-token [colbert | sparse logit], pooled dense) into the reply's
+  // three outputs; `ids` are the sequences' token ids.
+  std::optional<ApiError> SplitBgeM3(Embeddings rows, const std::vector<std::vector<int32_t>>& ids,
+                                     EmbeddingReply* reply) const;
+
   static constexpr size_t kMinInputsPerSlice = 16;
   std::optional<LateInteractionEncoder> late_;
+  std::vector<int32_t> m3_unused_;  // BGE-M3: ids left out of lexical weights
   Status late_status_;
   EncodeConfig prompts_;
   std::optional<std::string> default_prompt_;

@@ -9,7 +9,8 @@
 //                                    property): the object is left out unless one of the kinds
 //                                    is served. Kinds: "embed" (a dense embedding model),
 //                                    "sparse" (SPLADE), "rerank" (a one-label scorer),
-//                                    "classify" (a sequence classifier, rerankers included);
+//                                    "classify" (a sequence classifier, rerankers included),
+//                                    "bge-m3" (BGE-M3: also "embed" and "sparse");
 //                                    "default-<kind>": the first (default) model is of that kind
 //                                    (the routes without a `model` field serve only that one).
 //   "x-orchid-enum": "models"        → "enum": [every served name, null]

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "gateway/bge_m3.h"
 #include "gateway/json_parse.h"
 #include "gateway/json_writer.h"
 #include "gateway/openapi_document.h"
@@ -57,7 +58,7 @@ constexpr RouteEntry kRoutes[] = {
     {"/score", "POST"},         {"/info", "GET"},         {"/similarity", "POST"},
     {"/predict", "POST"},       {"/openapi.json", "GET"}, {"/", "POST"},
     {"/v1/embed", "POST"},      {"/v2/embed", "POST"},    {"/v2/rerank", "POST"},
-    {"/embed_all", "POST"},     {"/pooling", "POST"},
+    {"/embed_all", "POST"},     {"/pooling", "POST"},     {"/embed_multi", "POST"},
 };
 
 std::string_view PathOf(std::string_view target) {
@@ -213,7 +214,12 @@ static ServedModelFacts FactsOf(const std::vector<RoutedModel>& models) {
     const EmbeddingService& m = *models[i].embed;
     const ModelInfo& info = m.model_info();
     std::vector<std::string> kinds;
-    if (!m.is_scorer()) {
+    if (info.bge_m3) {
+      // Dense on the embedding routes, lexical weights on /embed_sparse, its own scores.
+      kinds.insert(kinds.end(), {"embed", "sparse", "bge-m3"});
+      facts.dimensions =
+          facts.dimensions == 0 ? m.dim() : std::min<int64_t>(facts.dimensions, m.dim());
+    } else if (!m.is_scorer()) {
       kinds.push_back(info.sparse ? "sparse" : "embed");
       facts.dimensions =
           facts.dimensions == 0 ? m.dim() : std::min<int64_t>(facts.dimensions, m.dim());
@@ -428,6 +434,7 @@ void Router::Route(HttpRequest request, const Reply& reply) {
   if (path == "/embed_sparse") return TeiEmbedSparse(std::move(body), client, reply);
   if (path == "/embed_all") return TeiEmbedAll(std::move(body), client, reply);
   if (path == "/pooling") return Pooling(std::move(body), client, reply);
+  if (path == "/embed_multi") return EmbedMulti(std::move(body), client, reply);
   if (path == "/similarity") return TeiSimilarity(std::move(body), client, reply);
   if (path == "/predict") return TeiPredict(std::move(body), client, reply);
   if (path == "/rerank") return Score(ScoreRoute::kTei, std::move(body), client, reply);
@@ -468,6 +475,18 @@ static void AddClient(const Scheduling& client, Scheduling* s) {
   s->cancellation = client.cancellation;
 }
 
+// score_mode / score_weights name BGE-M3's scores; another model refuses them.
+static std::optional<ApiError> NotBgeM3Score(const EmbeddingService& service,
+                                             const ScoreRequest& request) {
+  if (service.bge_m3() || (!request.score_mode && request.score_weights.empty())) {
+    return std::nullopt;
+  }
+  return ApiError::InvalidRequest(
+      "score_mode and score_weights choose among a BGE-M3 model's scores; the model `" +
+          service.model_name() + "` is not one",
+      request.score_mode ? "score_mode" : "score_weights", "not_a_bge_m3_model");
+}
+
 void Router::Score(ScoreRoute route, std::string body, const Scheduling& client,
                    const Reply& reply) {
   const bool tei = route == ScoreRoute::kTei;
@@ -493,7 +512,8 @@ void Router::Score(ScoreRoute route, std::string body, const Scheduling& client,
   ApiError not_found;
   const RoutedModel* model = Select(request.model, &not_found);
   if (model == nullptr) return reply(error_reply(std::move(not_found)));
-  if (model->embed->late_interaction()) {
+  if (auto e = NotBgeM3Score(*model->embed, request)) return reply(error_reply(std::move(*e)));
+  if (model->embed->late_interaction() || model->embed->bge_m3()) {
     const std::string name = model->embed->model_name();
     auto write = [this, route, name](const ScoreRequest& shown, const std::vector<float>& scores,
                                      int64_t tokens) {
@@ -507,6 +527,9 @@ void Router::Score(ScoreRoute route, std::string body, const Scheduling& client,
       }
       return WriteScoreResponse(scores, name, tokens, created_);
     };
+    if (model->embed->bge_m3()) {
+      return BgeM3Score(*model->embed, std::move(request), write, error_reply, reply);
+    }
     return LateInteractionScore(*model->embed, std::move(request), write, error_reply, reply);
   }
   if (route == ScoreRoute::kScore && !model->embed->is_scorer() &&
@@ -646,10 +669,21 @@ void Router::TeiEmbedSparse(std::string body, const Scheduling& client, const Re
   if (auto err = ParseTeiEmbedRequest(body, &request)) return reply(TeiErrorResponse(*err));
   AddClient(client, &request.scheduling);
   if (auto e = TooManyInputs(request)) return reply(TeiErrorResponse(*e));
+  if (service_->bge_m3()) {
+    // BGE-M3's lexical weights, from a per-token pass.
+    request.per_token = true;
+    service_->Embed(std::move(request), [reply](EmbeddingReply result) {
+      if (result.error) return reply(TeiErrorResponse(*result.error));
+      HttpResponse r;
+      r.body = WriteTeiLexicalResponse(result.lexical);
+      reply(std::move(r));
+    });
+    return;
+  }
   if (!service_->model_info().sparse) {
     return reply(TeiErrorResponse(ApiError::InvalidRequest(
         "The model `" + service_->model_name() +
-            "` is not a sparse (SPLADE) model; /embed_sparse needs one (use /embed)",
+            "` is not a sparse (SPLADE or BGE-M3) model; /embed_sparse needs one (use /embed)",
         "model", "model_not_sparse")));
   }
   request.normalize = false;  // term weights, as sentence-transformers' SparseEncoder returns
@@ -740,6 +774,39 @@ void Router::Pooling(std::string body, const Scheduling& client, const Reply& re
   });
 }
 
+// orchid's POST /embed_multi: a BGE-M3 model's dense vector, lexical weights and ColBERT
+// vectors from one pass (bge_m3.h).
+void Router::EmbedMulti(std::string body, const Scheduling& client, const Reply& reply) {
+  EmbeddingsRequest request;
+  BgeM3Outputs outputs;
+  if (auto err = ParseEmbedMultiRequest(body, &request, &outputs)) {
+    return reply(ErrorResponse(*err));
+  }
+  body.clear();
+  body.shrink_to_fit();
+  EmbeddingService* service = EmbedderFor(&request, client, reply, ErrorResponse);
+  if (service == nullptr) return;
+  if (!service->bge_m3()) {
+    return reply(ErrorResponse(ApiError::InvalidRequest(
+        "The model `" + service->model_name() +
+            "` is not a BGE-M3 model (colbert_linear.pt and sparse_linear.pt beside its "
+            "weights); /embed_multi serves only those. Use /v1/embeddings for it.",
+        "model", "not_a_bge_m3_model")));
+  }
+  service->Embed(std::move(request), [service, reply, outputs](EmbeddingReply result) {
+    if (result.error) return reply(ErrorResponse(*result.error));
+    try {
+      HttpResponse r;
+      r.body =
+          WriteEmbedMultiResponse(outputs, service->model_name(), result.dense, result.lexical,
+                                  result.embeddings, result.token_counts, result.prompt_tokens);
+      reply(std::move(r));
+    } catch (const std::exception& e) {
+      reply(InternalError(e));
+    }
+  });
+}
+
 void Router::TeiSimilarity(std::string body, const Scheduling& client, const Reply& reply) {
   EmbeddingsRequest request;
   if (auto err = ParseTeiSimilarityRequest(body, &request)) return reply(TeiErrorResponse(*err));
@@ -801,6 +868,29 @@ void Router::EmbeddingScore(EmbeddingService& service, ScoreRequest request, con
   });
 }
 
+// The rerank and score routes of per-token models (ColBERT, BGE-M3): the request's queries, then
+// its documents, as one per-token embeddings request (the queries encoded as queries where the
+// model tells them apart); *shown gets what the reply writers need of the request.
+static EmbeddingsRequest PerTokenPairs(ScoreRequest request, std::shared_ptr<ScoreRequest>* shown) {
+  EmbeddingsRequest embed;
+  embed.per_token = true;
+  embed.truncate = request.truncate;
+  embed.truncation_direction = request.truncation_direction;
+  embed.texts = std::move(request.queries);
+  const size_t num_queries = embed.texts.size();
+  embed.late_queries = num_queries;
+  for (std::string& d : request.documents) embed.texts.push_back(std::move(d));
+  embed.scheduling = std::move(request.scheduling);
+  *shown = std::make_shared<ScoreRequest>();
+  (*shown)->top_n = request.top_n;
+  (*shown)->return_text = request.return_text;
+  if (request.return_text) {
+    (*shown)->documents.assign(embed.texts.begin() + std::ptrdiff_t(num_queries),
+                               embed.texts.end());
+  }
+  return embed;
+}
+
 void Router::LateInteractionScore(EmbeddingService& service, ScoreRequest request,
                                   ScoreWriter write,
                                   std::function<HttpResponse(ApiError)> error_reply,
@@ -811,19 +901,9 @@ void Router::LateInteractionScore(EmbeddingService& service, ScoreRequest reques
         "are cut to the model's document_length, as PyLate encodes them",
         "max_chunks_per_doc")));
   }
-  EmbeddingsRequest embed;
-  embed.per_token = true;
-  embed.texts = std::move(request.queries);
-  const size_t num_queries = embed.texts.size(), n = request.num_pairs();
-  embed.late_queries = num_queries;
-  for (std::string& d : request.documents) embed.texts.push_back(std::move(d));
-  embed.scheduling = std::move(request.scheduling);
-  auto shown = std::make_shared<ScoreRequest>();
-  shown->top_n = request.top_n;
-  shown->return_text = request.return_text;
-  if (request.return_text) {
-    shown->documents.assign(embed.texts.begin() + std::ptrdiff_t(num_queries), embed.texts.end());
-  }
+  const size_t num_queries = request.queries.size(), n = request.num_pairs();
+  std::shared_ptr<ScoreRequest> shown;
+  EmbeddingsRequest embed = PerTokenPairs(std::move(request), &shown);
   service.Embed(
       std::move(embed), [shown, write, error_reply, reply, num_queries, n](EmbeddingReply result) {
         if (result.error) return reply(error_reply(std::move(*result.error)));
@@ -849,6 +929,60 @@ void Router::LateInteractionScore(EmbeddingService& service, ScoreRequest reques
           reply(InternalError(e));
         }
       });
+}
+
+void Router::BgeM3Score(EmbeddingService& service, ScoreRequest request, ScoreWriter write,
+                        std::function<HttpResponse(ApiError)> error_reply, const Reply& reply) {
+  if (request.max_chunks_per_doc.value_or(0) > 0) {
+    return reply(error_reply(ApiError::InvalidRequest(
+        "max_chunks_per_doc does not apply to a BGE-M3 model: it scores each (query, document) "
+        "pair from their embeddings, as FlagEmbedding's compute_score",
+        "max_chunks_per_doc")));
+  }
+  BgeM3ScoreMode mode;
+  if (request.score_mode) mode.kind = ParseBgeM3ScoreKind(*request.score_mode).value_or(mode.kind);
+  if (request.score_weights.size() == 3) {
+    mode.dense_weight = request.score_weights[0];
+    mode.sparse_weight = request.score_weights[1];
+    mode.colbert_weight = request.score_weights[2];
+  }
+  const size_t num_queries = request.queries.size(), n = request.num_pairs();
+  std::shared_ptr<ScoreRequest> shown;
+  EmbeddingsRequest embed = PerTokenPairs(std::move(request), &shown);
+  service.Embed(std::move(embed), [shown, write, error_reply, reply, num_queries, n,
+                                   mode](EmbeddingReply result) {
+    if (result.error) return reply(error_reply(std::move(*result.error)));
+    try {
+      const EmbeddingMatrix& colbert = result.embeddings;
+      const size_t texts = num_queries + n;
+      std::vector<size_t> first(texts + 1, 0);
+      for (size_t i = 0; i < result.token_counts.size() && i < texts; ++i) {
+        first[i + 1] = first[i] + size_t(result.token_counts[i]);
+      }
+      if (result.token_counts.size() != texts || first.back() != size_t(colbert.rows) ||
+          size_t(result.dense.rows) != texts || result.lexical.size() != texts) {
+        return reply(InternalError(std::runtime_error("BGE-M3 rows mismatch")));
+      }
+      std::vector<float> scores(n);
+      for (size_t i = 0; i < n; ++i) {
+        const size_t q = num_queries == 1 ? 0 : i, d = num_queries + i;
+        double dense = 0;
+        for (int k = 0; k < result.dense.dim; ++k) {
+          dense += double(result.dense.row(int(q))[k]) * double(result.dense.row(int(d))[k]);
+        }
+        const double sparse = LexicalScore(result.lexical[q], result.lexical[d]);
+        const double late =
+            BgeM3ColbertScore(colbert.row(int(first[q])), result.token_counts[q],
+                              colbert.row(int(first[d])), result.token_counts[d], colbert.dim);
+        scores[i] = float(orchid::BgeM3Score(mode, dense, sparse, late));
+      }
+      HttpResponse r;
+      r.body = write(*shown, scores, result.prompt_tokens);
+      reply(std::move(r));
+    } catch (const std::exception& e) {
+      reply(InternalError(e));
+    }
+  });
 }
 
 void Router::TeiPredict(std::string body, const Scheduling& client, const Reply& reply, bool hf) {
@@ -924,13 +1058,16 @@ void Router::CohereRerank(std::string body, const Scheduling& client, const Repl
   ApiError not_found;
   const RoutedModel* model = Select(request.model, &not_found);
   if (model == nullptr) return reply(CohereErrorResponse(not_found));
-  if (model->embed->late_interaction()) {
+  if (auto e = NotBgeM3Score(*model->embed, request)) return reply(CohereErrorResponse(*e));
+  if (model->embed->late_interaction() || model->embed->bge_m3()) {
     auto write = [](const ScoreRequest& shown, const std::vector<float>& scores, int64_t tokens) {
       return WriteCohereRerankResponse(shown, scores, tokens);
     };
-    return LateInteractionScore(
-        *model->embed, std::move(request), write, [](ApiError e) { return CohereErrorResponse(e); },
-        reply);
+    auto error_reply = [](ApiError e) { return CohereErrorResponse(e); };
+    if (model->embed->bge_m3()) {
+      return BgeM3Score(*model->embed, std::move(request), write, error_reply, reply);
+    }
+    return LateInteractionScore(*model->embed, std::move(request), write, error_reply, reply);
   }
   if (model->score == nullptr) {
     return reply(CohereErrorResponse(
@@ -993,6 +1130,8 @@ void Router::WriteModel(const RoutedModel& m, JsonWriter* w) const {
                                                              : "classify";
   w->Key("task").String(task);
   const ModelInfo& info = m.embed->model_info();
+  if (info.bge_m3)
+    w->Key("outputs").BeginArray().String("dense").String("sparse").String("colbert").EndArray();
   w->Key("max_input_length").Int(m.embed->max_seq_length());
   w->Key("max_input_length_source").String(info.max_seq_length_source);
   WriteDtype(info, "dtype", w);

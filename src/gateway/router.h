@@ -140,6 +140,12 @@ class Router {
       std::function<std::string(const ScoreRequest&, const std::vector<float>&, int64_t)>;
   void LateInteractionScore(EmbeddingService& service, ScoreRequest request, ScoreWriter write,
                             std::function<HttpResponse(ApiError)> error_reply, const Reply& reply);
+  // A BGE-M3 model's rerank and score routes: FlagEmbedding's compute_score result that the
+  // request's score_mode names (dense by default) with its score_weights (bge_m3.h).
+  void BgeM3Score(EmbeddingService& service, ScoreRequest request, ScoreWriter write,
+                  std::function<HttpResponse(ApiError)> error_reply, const Reply& reply);
+  // orchid's POST /embed_multi: a BGE-M3 model's three outputs from one pass.
+  void EmbedMulti(std::string body, const Scheduling& client, const Reply& reply);
   // vLLM's POST /pooling with task "token_embed": every input's per-token vectors.
   void Pooling(std::string body, const Scheduling& client, const Reply& reply);
   HttpResponse Models() const;

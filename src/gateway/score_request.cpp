@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <numeric>
@@ -10,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "gateway/bge_m3.h"
 #include "gateway/json_parse.h"
 #include "gateway/json_writer.h"
 
@@ -76,6 +78,30 @@ std::optional<ApiError> ParseTexts(element value, std::string_view name, bool al
   return std::nullopt;
 }
 
+// BGE-M3's weights_for_different_modes: [dense, sparse, colbert], each in [0, 1e6], the dense and
+// sparse weights not both 0 (sparse+dense divides by their sum; for colbert alone: score_mode).
+std::optional<ApiError> ParseScoreWeights(element value, std::vector<double>* out) {
+  const char* kWhat =
+      "score_weights must be an array of three numbers from 0 to 1e6 (the dense, sparse and "
+      "colbert weights), the dense and sparse weights not both 0";
+  out->clear();
+  if (value.type() == element_type::NULL_VALUE) return std::nullopt;  // unset: [1, 1, 1]
+  if (value.type() != element_type::ARRAY) return ApiError::InvalidRequest(kWhat, "score_weights");
+  simdjson::dom::array items = value;
+  for (element item : items) {
+    double w = 0;
+    if (out->size() == 3 || item.get_double().get(w) != simdjson::SUCCESS || !std::isfinite(w) ||
+        w < 0 || w > 1e6) {
+      return ApiError::InvalidRequest(kWhat, "score_weights");
+    }
+    out->push_back(w);
+  }
+  if (out->size() != 3 || !((*out)[0] + (*out)[1] > 0)) {
+    return ApiError::InvalidRequest(kWhat, "score_weights");
+  }
+  return std::nullopt;
+}
+
 // Fields every scoring route shares; true when `key` was one of them (*err set on bad values).
 bool ParseCommonField(std::string_view key, element value, ScoreRequest* out,
                       std::optional<ApiError>* err) {
@@ -91,6 +117,15 @@ bool ParseCommonField(std::string_view key, element value, ScoreRequest* out,
     *err = ParseBool(value, "raw_scores", &out->raw_scores);
   } else if (key == "priority") {
     *err = ParsePriority(value, &out->scheduling.priority);
+  } else if (key == "score_mode") {
+    *err = ParseOptionalString(value, "score_mode", &out->score_mode);
+    if (!*err && out->score_mode && !ParseBgeM3ScoreKind(*out->score_mode)) {
+      *err = ApiError::InvalidRequest(
+          "score_mode must be one of dense, sparse, colbert, sparse+dense, colbert+sparse+dense",
+          "score_mode");
+    }
+  } else if (key == "score_weights") {
+    *err = ParseScoreWeights(value, &out->score_weights);
   } else {
     return false;
   }

@@ -48,6 +48,13 @@ struct ScoreRequest {
   bool return_text = false;                   // include each document's text in the reply
   std::optional<int64_t> top_n;               // /v1/rerank: only the best N results
   std::string documents_field = "documents";  // how errors name a document: texts, text_2
+  // BGE-M3 models (bge_m3.h): which of FlagEmbedding's compute_score results to return
+  // ("dense", "sparse", "colbert", "sparse+dense", "colbert+sparse+dense"; unset: dense) and
+  // its weights_for_different_modes [dense, sparse, colbert] (three numbers in [0, 1e6], the dense
+  // and sparse ones not both 0;
+  // empty: [1, 1, 1]). Other models refuse them.
+  std::optional<std::string> score_mode;
+  std::vector<double> score_weights;
   // `priority` from the body; the router adds the deadline and the connection's cancellation.
   Scheduling scheduling;
 

@@ -110,11 +110,12 @@ class CpuEngine final : public Engine {
       return Status::InvalidArgument(
           "per-token output (pooling \"none\") is for dense embedding models only");
     }
+    // BGE-M3 keeps them: its dense vector comes from the same pass as its token rows.
     RaggedBatch pooled = batch;
     for (size_t s = 0; s < pooled.pooling.size(); ++s) {
       if (pooled.pooling[s] == Pooling::kNone) {
-        pooled.pooling[s] = Pooling::kMean;
-        pooled.normalize[s] = 0;
+        pooled.pooling[s] = info_.bge_m3 ? info_.default_pooling : Pooling::kMean;
+        pooled.normalize[s] = info_.bge_m3 && info_.default_normalize ? 1 : 0;
       }
     }
     const size_t width = size_t(info_.token_dim());
@@ -127,7 +128,9 @@ class CpuEngine final : public Engine {
       if (batch.pooling[size_t(s)] == Pooling::kNone) {
         const float* first = hidden.data() + size_t(batch.cu_seqlens[size_t(s)]) * width;
         out.tokens.insert(out.tokens.end(), first, first + size_t(batch.seq_len(s)) * width);
-        std::fill_n(out.data.data() + size_t(s) * size_t(out.dim), size_t(out.dim), 0.0f);
+        if (!info_.bge_m3) {
+          std::fill_n(out.data.data() + size_t(s) * size_t(out.dim), size_t(out.dim), 0.0f);
+        }
         end += batch.seq_len(s);
       }
       out.token_offsets.push_back(end);

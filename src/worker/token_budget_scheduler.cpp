@@ -704,6 +704,12 @@ void TokenBudgetScheduler::RouteFront() {
       }
       std::memcpy(e.out.data.data() + before * tdim, rows.tokens.data() + size_t(t0) * tdim,
                   size_t(t1 - t0) * tdim * sizeof(float));
+      if (engine_->info().bge_m3) {
+        // Its pooled rows (the dense vectors) come with the token rows.
+        if (e.out.pooled.empty()) e.out.pooled.resize(n * dim);
+        std::memcpy(e.out.pooled.data() + s.first * dim, rows.row(int(row)),
+                    s.count * dim * sizeof(float));
+      }
       row += s.count;
       e.rows_done += s.count;
       if (e.rows_done == n) {

@@ -106,6 +106,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>> kRows = {
      {"fixtures/qwen2-embed", "fixtures/mistral-embed", "fixtures/llama-embed",
       "fixtures/mistral-sharded", "conformance/st6.3-tf5.25/llama-linear",
       "conformance/st6.3-tf5.25/qwen2-yarn", "conformance/st6.3-tf5.25/mistral-sliding"}},
+    {"BGE-M3", {"fixtures/bge-m3", "fixtures/bge-m3-bin"}},
     {"SPLADE", {"fixtures/splade-bert"}},
     {"static embedding", {"fixtures/static-model2vec", "fixtures/static-st"}},
     {"ColBERT (late interaction)",

@@ -1,4 +1,5 @@
-// Arbitrary bytes as the JSON body of POST /v1/embeddings, /embed, /pooling and /similarity, of
+// Arbitrary bytes as the JSON body of POST /v1/embeddings, /embed, /pooling, /embed_multi and
+// /similarity, of
 // Cohere's /v1/embed and /v2/embed, of the rerank routes (/rerank, /v1/rerank, /v2/rerank,
 // /v1/score) and of /predict (and the Hugging Face text classification of POST /): the parsers must
 // return an ApiError or a request that satisfies its documented shape.
@@ -8,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "gateway/bge_m3.h"
 #include "gateway/embeddings_request.h"
 #include "gateway/score_request.h"
 
@@ -30,6 +32,16 @@ void Check(const orchid::ScoreRequest& r) {
     if (r.query(i).empty()) std::abort();
   }
   if (r.top_n && *r.top_n < 1) std::abort();
+  // BGE-M3's score_mode is one of compute_score's, its weights three numbers in [0, 1e6], the
+  // dense and sparse ones not both 0.
+  if (r.score_mode && !orchid::ParseBgeM3ScoreKind(*r.score_mode)) std::abort();
+  if (!r.score_weights.empty()) {
+    if (r.score_weights.size() != 3) std::abort();
+    for (double w : r.score_weights) {
+      if (!(w >= 0 && w <= 1e6)) std::abort();
+    }
+    if (!(r.score_weights[0] + r.score_weights[1] > 0)) std::abort();
+  }
 }
 
 }  // namespace
@@ -49,6 +61,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!orchid::ParsePoolingRequest(body, &r).has_value()) {
       Check(r);
       if (!r.per_token || r.encoding_format != orchid::EncodingFormat::kFloat) std::abort();
+    }
+  }
+  {
+    orchid::EmbeddingsRequest r;  // orchid's /embed_multi: per-token, float only, some output
+    orchid::BgeM3Outputs outputs;
+    if (!orchid::ParseEmbedMultiRequest(body, &r, &outputs).has_value()) {
+      Check(r);
+      if (!r.per_token || r.encoding_format != orchid::EncodingFormat::kFloat || r.dimensions) {
+        std::abort();
+      }
+      if (!outputs.dense && !outputs.sparse && !outputs.colbert) std::abort();
     }
   }
   {

@@ -53,6 +53,24 @@ def safetensors_seeds():
     put("safetensors_fuzz", safetensors([]))
 
 
+def torch_checkpoint_seeds():
+    """torch.save archives: the state dicts PyTorch itself wrote for the reader's tests
+    (tests/fixtures/torch_pt) and one from the BGE-M3 fixture's numpy writer."""
+    import sys
+    from collections import OrderedDict
+    import numpy as np
+    pt = REPO / "tests" / "fixtures" / "torch_pt"
+    for name in ("linear.pt", "mixed.pt", "int64.pt", "view.pt", "not_a_dict.pt"):
+        put("torch_checkpoint_fuzz", (pt / name).read_bytes())
+    sys.path.insert(0, str(REPO / "tests" / "fixtures" / "bge_m3"))
+    from build import write_torch_state_dict
+    tmp = HERE / "corpus" / "sparse_linear.pt"
+    write_torch_state_dict(tmp, OrderedDict(weight=np.full((1, 3), 0.5, np.float32),
+                                            bias=np.zeros(1, np.float32)))
+    put("torch_checkpoint_fuzz", tmp.read_bytes())
+    tmp.unlink()
+
+
 def config_seeds():
     for rel in ["config.json", "modules.json", "1_Pooling/config.json", "sentence_bert_config.json"]:
         put("config_fuzz", (MODEL / rel).read_bytes())
@@ -114,6 +132,10 @@ def request_seeds():
          "return_documents": True, "instruction": "Find it"},
         {"text_1": ["q1", "q2"], "text_2": ["d1", "d2"], "truncation_direction": "Right"},
         {"text_1": "q", "text_2": "d"},
+        # BGE-M3: compute_score's modes and weights; /embed_multi's outputs.
+        {"query": "q", "documents": ["a"], "score_mode": "colbert+sparse+dense",
+         "score_weights": [0.4, 0.2, 0.4]},
+        {"input": ["a", "b"], "return_dense": True, "return_sparse": False, "return_colbert_vecs": True},
         # TEI /predict: a text, a pair, a batch of both.
         {"inputs": "a text", "raw_scores": True},
         {"inputs": ["a", "b"], "truncate": True, "truncation_direction": "left"},
@@ -235,6 +257,7 @@ def main():
     if CORPUS.exists():
         shutil.rmtree(CORPUS)
     safetensors_seeds()
+    torch_checkpoint_seeds()
     config_seeds()
     request_seeds()
     tokenizer_json_seeds()
