@@ -10,7 +10,9 @@
 //                                    is served. Kinds: "embed" (a dense embedding model),
 //                                    "sparse" (SPLADE), "rerank" (a one-label scorer),
 //                                    "classify" (a sequence classifier, rerankers included),
-//                                    "bge-m3" (BGE-M3: also "embed" and "sparse");
+//                                    "bge-m3" (BGE-M3: also "embed" and "sparse"),
+//                                    "colbert" (late interaction: per-token vectors and
+//                                    MaxSim scores, no pooled vector);
 //                                    "default-<kind>": the first (default) model is of that kind
 //                                    (the routes without a `model` field serve only that one).
 //   "x-orchid-enum": "models"        → "enum": [every served name, null]

@@ -219,6 +219,11 @@ static ServedModelFacts FactsOf(const std::vector<RoutedModel>& models) {
       kinds.insert(kinds.end(), {"embed", "sparse", "bge-m3"});
       facts.dimensions =
           facts.dimensions == 0 ? m.dim() : std::min<int64_t>(facts.dimensions, m.dim());
+    } else if (info.late_interaction.enabled) {
+      // Per-token vectors (/embed_all, /pooling) and MaxSim scores; no pooled vector.
+      kinds.push_back("colbert");
+      facts.dimensions =
+          facts.dimensions == 0 ? m.dim() : std::min<int64_t>(facts.dimensions, m.dim());
     } else if (!m.is_scorer()) {
       kinds.push_back(info.sparse ? "sparse" : "embed");
       facts.dimensions =

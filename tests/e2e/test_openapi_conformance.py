@@ -2,9 +2,9 @@
 (`st run --checks all`): requests the document says are valid must be taken, invalid ones
 refused with a 4xx, and every status code, content type and body the server answers must be
 documented. Against `orchid serve` with an embedding model (all-MiniLM-L6-v2, and the same with
-named prompts), a cross-encoder reranker, a classifier, a SPLADE model and a BGE-M3 model
-(models/fixtures), and
-against `orchid gateway` in front of a worker.
+named prompts), a cross-encoder reranker, a classifier, a SPLADE model, a jina-embeddings-v3
+model, a BGE-M3 model and a ColBERT (models/fixtures), and against `orchid gateway` in front of
+a worker.
 
 Each server hands out the document narrowed to what its model answers (openapi_document.h), so
 an embedder's document has no rerank routes and its `model` and `prompt_name` enums are its own.
@@ -68,7 +68,8 @@ def prompted(tmp_path):
 
 
 @pytest.mark.parametrize("model", ["embedder", "embedder-with-prompts", "bert-cross-encoder",
-                                   "bert-classifier", "splade-bert", "jina-v3", "bge-m3"])
+                                   "bert-classifier", "splade-bert", "jina-v3", "bge-m3",
+                                   "colbert-bert"])
 def test_serve_conforms_to_its_openapi_document(model, tmp_path):
     d = {"embedder": lambda: ORCHID_MODEL, "embedder-with-prompts": lambda: prompted(tmp_path)}.get(
         model, lambda: fixture_dir(model))()
