@@ -316,6 +316,11 @@ struct ReplicaPool::Impl {
                                 "from the pool's model's (which is ") +
                     (model->info.late_interaction.enabled ? "" : "not ") + "a ColBERT)");
     }
+    if (m->info.tasks != model->info.tasks ||
+        m->info.matryoshka_dimensions != model->info.matryoshka_dimensions) {
+      // A task or a width would be taken or refused by whichever replica a chunk lands on.
+      return refuse("its task adapters or Matryoshka widths differ from the pool's model's");
+    }
     return true;
   }
 

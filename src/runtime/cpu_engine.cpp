@@ -193,11 +193,28 @@ class FamilyModel final : public Model {
 // the last hidden states of all its tokens (scorers: one or a few logits say little of the
 // body's fidelity) as one vector per sequence; late-interaction (ColBERT) models: each token's
 // projected vector on its own, the vectors their users get (each normalised alone, so each is
-// compared alone).
+// compared alone); BGE-M3: its dense row per sequence, then each token's [ColBERT | sparse
+// logit] row, from one pass.
 Status GateOutputs(FamilyModel* model, const RaggedBatch& batch, ThreadPool* pool,
                    std::vector<std::vector<float>>* rows) {
   const ModelInfo& info = model->info();
   rows->assign(size_t(batch.num_sequences()), {});
+  if (info.bge_m3) {
+    const size_t dim = size_t(info.output_dim()), width = size_t(info.token_dim());
+    std::vector<float> dense(size_t(batch.num_sequences()) * dim);
+    std::vector<float> tokens(size_t(batch.num_tokens()) * width);
+    ORCHID_RETURN_IF_ERROR(model->RunWithHidden(batch, pool, dense.data(), tokens.data()));
+    rows->clear();
+    for (size_t s = 0; s < size_t(batch.num_sequences()); ++s) {
+      rows->emplace_back(dense.begin() + ptrdiff_t(s * dim),
+                         dense.begin() + ptrdiff_t((s + 1) * dim));
+    }
+    for (size_t t = 0; t < size_t(batch.num_tokens()); ++t) {
+      rows->emplace_back(tokens.begin() + ptrdiff_t(t * width),
+                         tokens.begin() + ptrdiff_t((t + 1) * width));
+    }
+    return Status::Ok();
+  }
   if (info.late_interaction.enabled) {
     const size_t width = size_t(info.token_dim());
     std::vector<float> vectors(size_t(batch.num_tokens()) * width);

@@ -180,6 +180,19 @@ Status TokenBudgetScheduler::Enqueue(EmbedRequest request, EmbedCallback done) {
       }
     }
   }
+  // Attended lengths (a ColBERT query's [MASK] expansion), for the same reason.
+  if (!request.attend_lens.empty()) {
+    if (request.attend_lens.size() != request.sequences.size()) {
+      return Status::InvalidArgument("attend_lens must have one entry per sequence");
+    }
+    for (size_t i = 0; i < request.sequences.size(); ++i) {
+      const int32_t a = request.attend_lens[i];
+      if (a < 0 || size_t(a) > request.sequences[i].size() || (a > 0 && engine_->info().causal)) {
+        return Status::InvalidArgument("sequence " + std::to_string(i) + ": attended length " +
+                                       std::to_string(a) + " is out of range");
+      }
+    }
+  }
   int64_t total = 0;
   for (size_t i = 0; i < request.sequences.size(); ++i) {
     const size_t n = request.sequences[i].size();

@@ -289,6 +289,17 @@ TEST(Int8LoadTest, FidelityIsTheCosineOfInt8AgainstFloat32OnTheGateTexts) {
   }
 }
 
+// The cosine of two rows of n floats, in double.
+double RowCosine(const float* x, const float* y, size_t n) {
+  double xy = 0, xx = 0, yy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    xy += double(x[i]) * y[i];
+    xx += double(x[i]) * x[i];
+    yy += double(y[i]) * y[i];
+  }
+  return xy / std::sqrt(xx * yy);
+}
+
 // A late-interaction (ColBERT) model's gate measures what its users get: each token's projected
 // vector against float32's, one by one (mean and minimum over all of them), not the pooled row
 // such a model never serves. The vectors compared are the engine's per-token output.
@@ -316,18 +327,9 @@ TEST(Int8LoadTest, AColbertModelsFidelityIsOverItsTokenVectors) {
   ASSERT_TRUE(loaded->model->Hidden(*batch, &pool, b.data()).ok());
   ASSERT_TRUE((*fp32)->Run(*batch, &pool, pa.data(), true).ok());
   ASSERT_TRUE(loaded->model->Run(*batch, &pool, pb.data(), true).ok());
-  auto cosine = [](const float* x, const float* y, size_t n) {
-    double xy = 0, xx = 0, yy = 0;
-    for (size_t i = 0; i < n; ++i) {
-      xy += double(x[i]) * y[i];
-      xx += double(x[i]) * x[i];
-      yy += double(y[i]) * y[i];
-    }
-    return xy / std::sqrt(xx * yy);
-  };
   double sum = 0, min = 1;
   for (size_t t = 0; t < tokens; ++t) {
-    const double c = cosine(a.data() + t * width, b.data() + t * width, width);
+    const double c = RowCosine(a.data() + t * width, b.data() + t * width, width);
     sum += c;
     min = std::min(min, c);
   }
@@ -338,7 +340,7 @@ TEST(Int8LoadTest, AColbertModelsFidelityIsOverItsTokenVectors) {
   for (int s = 0; s < batch->num_sequences(); ++s) {
     const size_t w = size_t(info.output_dim());
     pooled_min =
-        std::min(pooled_min, cosine(pa.data() + size_t(s) * w, pb.data() + size_t(s) * w, w));
+        std::min(pooled_min, RowCosine(pa.data() + size_t(s) * w, pb.data() + size_t(s) * w, w));
   }
   EXPECT_NE(info.fidelity.min_cosine, pooled_min) << "the gate measured the pooled rows";
 
@@ -354,6 +356,48 @@ TEST(Int8LoadTest, AColbertModelsFidelityIsOverItsTokenVectors) {
   ASSERT_EQ(served->token_dim, int(width));
   ASSERT_EQ(served->tokens.size(), b.size());
   for (size_t i = 0; i < b.size(); ++i) ASSERT_EQ(served->tokens[i], b[i]) << i;
+}
+
+// BGE-M3's gate covers all three of its outputs from the one pass: each sequence's dense vector,
+// then each token's [ColBERT | sparse logit] row (its per-token head is int8 too).
+TEST(Int8LoadTest, BgeM3FidelityIsOverItsDenseRowsAndTokenRows) {
+  const std::string dir = kFixtures + "/bge-m3";
+  Int8Options anyway;
+  anyway.serve_anyway = true;
+  auto loaded = LoadInt8(dir, anyway);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  const ModelInfo info = loaded->model->info();
+  ASSERT_TRUE(info.bge_m3);
+  auto fp32 = LoadModel(dir);
+  ASSERT_TRUE(fp32.ok()) << fp32.status().ToString();
+  const int limit = info.max_seq_length > 0 ? info.max_seq_length : info.max_position_embeddings;
+  auto batch =
+      EncodeSampleBatch(*loaded->tokenizer, Int8GateTexts(), size_t(std::min(256, limit)), info);
+  ASSERT_TRUE(batch.ok());
+  const size_t width = size_t(info.token_dim()), tokens = size_t(batch->num_tokens());
+  const size_t dim = size_t(info.output_dim()), seqs = size_t(batch->num_sequences());
+  std::vector<float> ta(tokens * width), tb(tokens * width), da(seqs * dim), db(seqs * dim);
+  ThreadPool pool(2);
+  ASSERT_TRUE((*fp32)->Hidden(*batch, &pool, ta.data()).ok());
+  ASSERT_TRUE(loaded->model->Hidden(*batch, &pool, tb.data()).ok());
+  ASSERT_TRUE((*fp32)->Run(*batch, &pool, da.data(), false).ok());
+  ASSERT_TRUE(loaded->model->Run(*batch, &pool, db.data(), false).ok());
+  std::vector<double> cosines;
+  for (size_t s = 0; s < seqs; ++s) {
+    cosines.push_back(RowCosine(da.data() + s * dim, db.data() + s * dim, dim));
+  }
+  for (size_t t = 0; t < tokens; ++t) {
+    cosines.push_back(RowCosine(ta.data() + t * width, tb.data() + t * width, width));
+  }
+  double sum = 0, min = 1;
+  for (double c : cosines) {
+    sum += c;
+    min = std::min(min, c);
+  }
+  EXPECT_EQ(info.fidelity.samples, int(Int8GateTexts().size()));
+  EXPECT_NEAR(info.fidelity.mean_cosine, sum / double(cosines.size()), 1e-9);
+  EXPECT_NEAR(info.fidelity.min_cosine, min, 1e-9);
+  EXPECT_LT(min, 1.0);
 }
 
 TEST(Int8LoadTest, RefusesBelowTheThresholdsUnlessServeAnyway) {

@@ -782,6 +782,17 @@ TEST(ReplicaPool, ChunksCarryTheTask) {
     EXPECT_EQ(a.engine.batch(i).adapters,
               std::vector<int32_t>(size_t(a.engine.batch(i).num_sequences()), 2));
   }
+  // The same model name without those adapters: whichever replica answers second is kept out of
+  // the pool (a task would be taken or refused by whichever replica a chunk lands on).
+  FakeWorker plain;
+  auto mixed = ReplicaPool::Start(PoolOptions({&a, &plain}), 5s);
+  ASSERT_TRUE(mixed.ok());
+  ASSERT_TRUE(WaitHealthy(**mixed, 1));
+  std::this_thread::sleep_for(300ms);  // six health rounds: both replicas asked for their Info
+  int healthy = 0;
+  for (const ReplicaState& st : (*mixed)->replicas()) healthy += st.healthy ? 1 : 0;
+  EXPECT_EQ(healthy, 1);
+
   EmbedRequest bad;
   bad.sequences = Sequences(1);
   bad.adapter = 3;

@@ -474,6 +474,30 @@ TEST(TokenBudgetSchedulerTest, RejectsTokenTypeIdsOfTheWrongShape) {
   EXPECT_EQ(engine.num_batches(), 0u);
 }
 
+// Attended lengths (ColBERT queries) of the wrong count or past their sequence are refused at the
+// door too, rather than read past the list or failing a shared batch; good ones reach the batch.
+TEST(TokenBudgetSchedulerTest, RejectsAttendedLengthsOfTheWrongShape) {
+  FakeEngine engine(/*auto_complete=*/true);
+  TokenBudgetScheduler scheduler(&engine, Options(/*budget=*/8));
+  auto noop = [](Result<Embeddings>) {};
+  EmbedRequest wrong_count = Request({Seq(1, 2), Seq(3, 2)});
+  wrong_count.attend_lens = {1};
+  EXPECT_EQ(scheduler.Enqueue(std::move(wrong_count), noop).code(), StatusCode::kInvalidArgument);
+  EmbedRequest too_long = Request({Seq(1, 2), Seq(3, 2)});
+  too_long.attend_lens = {0, 3};
+  EXPECT_EQ(scheduler.Enqueue(std::move(too_long), noop).code(), StatusCode::kInvalidArgument);
+  EmbedRequest negative = Request({Seq(1, 2)});
+  negative.attend_lens = {-1};
+  EXPECT_EQ(scheduler.Enqueue(std::move(negative), noop).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine.num_batches(), 0u);
+  EmbedRequest good = Request({Seq(1, 2), Seq(3, 2)});
+  good.attend_lens = {0, 1};
+  ASSERT_TRUE(scheduler.Enqueue(std::move(good), noop).ok());
+  scheduler.Shutdown();
+  ASSERT_EQ(engine.num_batches(), 1u);
+  EXPECT_EQ(engine.batch(0).attend_lens, (std::vector<int32_t>{0, 1}));
+}
+
 // A type id the model has no embedding for is refused at the door, so it cannot fail an engine
 // batch shared with other requests; the others go through.
 TEST(TokenBudgetSchedulerTest, RejectsTokenTypeIdsOutOfTheModelsRange) {
