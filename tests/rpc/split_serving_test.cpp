@@ -226,6 +226,17 @@ bool WaitHealthy(const ReplicaPool& pool, size_t n) {
   return false;
 }
 
+// A pool of `a` and `b`, after six health rounds (both replicas asked for their Info): how many
+// it keeps healthy (1 when one of them serves another model than the pool's).
+int HealthyInAPoolOf(FakeWorker* a, FakeWorker* b) {
+  auto pool = ReplicaPool::Start(PoolOptions({a, b}), 5s);
+  if (!pool.ok() || !WaitHealthy(**pool, 1)) return -1;
+  std::this_thread::sleep_for(300ms);
+  int healthy = 0;
+  for (const ReplicaState& st : (*pool)->replicas()) healthy += st.healthy ? 1 : 0;
+  return healthy;
+}
+
 TEST(ReplicaPool, ChunksAcrossReplicasAndKeepsOrder) {
   FakeWorker a, b, c;
   auto pool = ReplicaPool::Start(PoolOptions({&a, &b, &c}), 5s);
@@ -751,13 +762,7 @@ TEST(ReplicaPool, LateInteractionQueriesKeepTheirAttendedLengthsAcrossChunks) {
   // The same model name without late interaction: whichever replica answers second is kept
   // out of the pool (it serves another model than the pool's).
   FakeWorker plain;
-  auto mixed = ReplicaPool::Start(PoolOptions({&a, &plain}), 5s);
-  ASSERT_TRUE(mixed.ok());
-  ASSERT_TRUE(WaitHealthy(**mixed, 1));
-  std::this_thread::sleep_for(300ms);  // six health rounds: both replicas asked for their Info
-  int healthy = 0;
-  for (const ReplicaState& st : (*mixed)->replicas()) healthy += st.healthy ? 1 : 0;
-  EXPECT_EQ(healthy, 1);
+  EXPECT_EQ(HealthyInAPoolOf(&a, &plain), 1);
 }
 
 // A task adapter reaches the worker's engine in every chunk of a request (by name, numbered by
@@ -785,13 +790,7 @@ TEST(ReplicaPool, ChunksCarryTheTask) {
   // The same model name without those adapters: whichever replica answers second is kept out of
   // the pool (a task would be taken or refused by whichever replica a chunk lands on).
   FakeWorker plain;
-  auto mixed = ReplicaPool::Start(PoolOptions({&a, &plain}), 5s);
-  ASSERT_TRUE(mixed.ok());
-  ASSERT_TRUE(WaitHealthy(**mixed, 1));
-  std::this_thread::sleep_for(300ms);  // six health rounds: both replicas asked for their Info
-  int healthy = 0;
-  for (const ReplicaState& st : (*mixed)->replicas()) healthy += st.healthy ? 1 : 0;
-  EXPECT_EQ(healthy, 1);
+  EXPECT_EQ(HealthyInAPoolOf(&a, &plain), 1);
 
   EmbedRequest bad;
   bad.sequences = Sequences(1);
