@@ -232,6 +232,12 @@ Result<Loaded> LoadInt8(const std::string& dir, Int8Options o) {
   return out;
 }
 
+// The gate's texts encoded as the start-up check encodes them (at most 256 tokens each).
+Result<RaggedBatch> GateBatch(const Tokenizer& tok, const ModelInfo& info) {
+  const int limit = info.max_seq_length > 0 ? info.max_seq_length : info.max_position_embeddings;
+  return EncodeSampleBatch(tok, Int8GateTexts(), size_t(std::min(256, limit)), info);
+}
+
 // What the gate compares, recomputed here: each gate text's output (embedders) or last hidden
 // states (scorers), float32 model against int8 model.
 void Recompute(const std::string& dir, Model* int8, const Tokenizer& tok, double* mean,
@@ -239,8 +245,7 @@ void Recompute(const std::string& dir, Model* int8, const Tokenizer& tok, double
   auto fp32 = LoadModel(dir);
   ASSERT_TRUE(fp32.ok()) << fp32.status().ToString();
   const ModelInfo& info = int8->info();
-  const int limit = info.max_seq_length > 0 ? info.max_seq_length : info.max_position_embeddings;
-  auto batch = EncodeSampleBatch(tok, Int8GateTexts(), size_t(std::min(256, limit)), info);
+  auto batch = GateBatch(tok, info);
   ASSERT_TRUE(batch.ok());
   const bool scorer = info.task == ModelTask::kScore;
   const size_t width = size_t(scorer ? info.hidden_size : info.output_dim());
@@ -315,9 +320,7 @@ TEST(Int8LoadTest, AColbertModelsFidelityIsOverItsTokenVectors) {
   EXPECT_EQ(info.fidelity.samples, int(Int8GateTexts().size()));
   auto fp32 = LoadModel(dir);
   ASSERT_TRUE(fp32.ok()) << fp32.status().ToString();
-  const int limit = info.max_seq_length > 0 ? info.max_seq_length : info.max_position_embeddings;
-  auto batch =
-      EncodeSampleBatch(*loaded->tokenizer, Int8GateTexts(), size_t(std::min(256, limit)), info);
+  auto batch = GateBatch(*loaded->tokenizer, info);
   ASSERT_TRUE(batch.ok());
   const size_t width = size_t(info.token_dim()), tokens = size_t(batch->num_tokens());
   std::vector<float> a(tokens * width), b(tokens * width);
@@ -370,9 +373,7 @@ TEST(Int8LoadTest, BgeM3FidelityIsOverItsDenseRowsAndTokenRows) {
   ASSERT_TRUE(info.bge_m3);
   auto fp32 = LoadModel(dir);
   ASSERT_TRUE(fp32.ok()) << fp32.status().ToString();
-  const int limit = info.max_seq_length > 0 ? info.max_seq_length : info.max_position_embeddings;
-  auto batch =
-      EncodeSampleBatch(*loaded->tokenizer, Int8GateTexts(), size_t(std::min(256, limit)), info);
+  auto batch = GateBatch(*loaded->tokenizer, info);
   ASSERT_TRUE(batch.ok());
   const size_t width = size_t(info.token_dim()), tokens = size_t(batch->num_tokens());
   const size_t dim = size_t(info.output_dim()), seqs = size_t(batch->num_sequences());
