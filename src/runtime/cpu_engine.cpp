@@ -278,8 +278,11 @@ Status Int8Verdict(const ModelInfo::Fidelity& f, const Int8Options& o) {
 // reads the check's results back from o.cache_dir (int8_cache.h).
 Status QuantizeInt8(FamilyModel* model, const std::string& dir, const Int8Options& o,
                     int num_threads) {
+  if (num_threads <= 0) num_threads = std::max(1, int(std::thread::hardware_concurrency()));
+  // One column slice per engine thread (int8_linear.h: how a short query shares out).
+  const int slices = num_threads;
   if (o.tokenizer == nullptr) {
-    model->backend()->FinishInt8();
+    model->backend()->FinishInt8(0.5f, slices);
     return Status::Ok();
   }
   const ModelInfo& info = model->info();
@@ -294,7 +297,7 @@ Status QuantizeInt8(FamilyModel* model, const std::string& dir, const Int8Option
       if (std::optional<Int8CheckRecord> kept = LoadInt8Check(cache_path, cache_key)) {
         if (model->backend()->SetInt8InputRanges(kept->input_ranges).ok()) {
           model->backend()->StopRecording();
-          model->backend()->FinishInt8();
+          model->backend()->FinishInt8(0.5f, slices);
           ModelInfo::Fidelity f;
           f.samples = kept->samples;
           f.mean_cosine = kept->mean_cosine;
@@ -313,7 +316,7 @@ Status QuantizeInt8(FamilyModel* model, const std::string& dir, const Int8Option
       EncodeSampleBatch(*o.tokenizer, Int8CalibrationTexts(), max_length, info));
   ORCHID_ASSIGN_OR_RETURN(RaggedBatch gate,
                           EncodeSampleBatch(*o.tokenizer, Int8GateTexts(), max_length, info));
-  ThreadPool pool(num_threads > 0 ? num_threads : int(std::thread::hardware_concurrency()));
+  ThreadPool pool(num_threads);
   if (calibration.num_sequences() > 0) {
     std::vector<float> out(size_t(calibration.num_sequences()) * size_t(info.output_dim()));
     // Unpruned, so that the last layer's every row is measured.
@@ -324,7 +327,7 @@ Status QuantizeInt8(FamilyModel* model, const std::string& dir, const Int8Option
   if (!cache_path.empty()) record.input_ranges = model->backend()->Int8InputRanges();
   std::vector<std::vector<float>> reference, quantized;
   if (gate.num_sequences() > 0) ORCHID_RETURN_IF_ERROR(GateOutputs(model, gate, &pool, &reference));
-  model->backend()->FinishInt8();
+  model->backend()->FinishInt8(0.5f, slices);
   if (gate.num_sequences() == 0) return Status::Ok();
   ORCHID_RETURN_IF_ERROR(GateOutputs(model, gate, &pool, &quantized));
   ModelInfo::Fidelity f;

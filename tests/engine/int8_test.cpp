@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -153,6 +154,45 @@ TEST(Int8LinearTest, RunIsTheIntegerProductOfItsQuantizedInputs) {
             }
             EXPECT_LT(worst, 2e-5);
           }
+        }
+      }
+    }
+  }
+}
+
+// A weight in column slices gives the same bits as one in a single slice, whether the threads
+// share its rows (many rows) or its columns (fewer 16-row blocks than threads: a short query):
+// the int32 products are exact and each element's fp32 steps are the same.
+TEST(Int8LinearTest, ColumnSlicesGiveTheSameBitsAsOneSlice) {
+  const int k = 160;
+  const std::vector<float> bias = Random(600, 41, 0.1f);
+  std::vector<float> smoothing = Random(size_t(k), 42, 1.0f);
+  for (float& c : smoothing) c = 0.5f + std::fabs(c);
+  // 384: slices of whole 64-column blocks, which share the layer's weights where oneDNN's layout
+  // keeps column blocks together (it does on AVX512-VNNI); 600: slices that cut a 64-column
+  // block, each with its own copy.
+  for (const int n : {117, 384, 600}) {
+    const std::vector<float> weight = Random(size_t(n) * k, 43, 0.05f);
+    const Int8Weight one = Int8Weight::Quantize(weight.data(), n, k, smoothing.data(), {3, 77});
+    ASSERT_EQ(one.column_slices(), 1);
+    for (const int threads : {2, 3}) {
+      const Int8Weight sliced =
+          Int8Weight::Quantize(weight.data(), n, k, smoothing.data(), {3, 77}, threads);
+      EXPECT_EQ(sliced.column_slices(), std::min(threads, n / 64));
+      std::printf("n %d, %d slices: %s\n", n, sliced.column_slices(),
+                  sliced.slices_share_weights() ? "shared" : "copies");
+      ThreadPool pool(threads);
+      for (Epilogue e : {Epilogue::kNone, Epilogue::kGelu, Epilogue::kAccumulate}) {
+        for (const int m : {1, 9, 16, 33, 300}) {
+          SCOPED_TRACE(testing::Message() << "n " << n << " threads " << threads << " epilogue "
+                                          << int(e) << " m " << m);
+          std::vector<float> x = Random(size_t(m) * k, uint32_t(50 + m), 1.0f);
+          for (int r = 0; r < m; ++r) x[size_t(r) * k + 77] *= 30.0f;
+          const std::vector<float> y0 = Random(size_t(m) * n, 44, 1.0f);
+          std::vector<float> want = y0, got = y0;
+          one.Run(nullptr, x.data(), m, k, bias.data(), want.data(), n, e);
+          sliced.Run(&pool, x.data(), m, k, bias.data(), got.data(), n, e);
+          EXPECT_EQ(got, want);
         }
       }
     }

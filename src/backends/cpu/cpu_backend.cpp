@@ -126,7 +126,7 @@ Status CpuBackend::SetInt8InputRanges(const std::vector<std::vector<float>>& ran
   return Status::Ok();
 }
 
-void CpuBackend::FinishInt8(float alpha) {
+void CpuBackend::FinishInt8(float alpha, int column_slices) {
   if (!calibrating_) return;
   calibrating_ = false;
   for (LinearLayer& l : linears_) {
@@ -165,7 +165,8 @@ void CpuBackend::FinishInt8(float alpha) {
       for (int i = 0; i < count; ++i) outliers.push_back(a[size_t(i)].second);
       std::sort(outliers.begin(), outliers.end());
     }
-    l.weight = PackedWeight::QuantizeInt8(w, n, k, calibrated ? c.data() : nullptr, outliers);
+    l.weight = PackedWeight::QuantizeInt8(w, n, k, calibrated ? c.data() : nullptr, outliers,
+                                          column_slices);
     l.input_amax = {};
     l.raw = {};
   }

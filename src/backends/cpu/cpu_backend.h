@@ -51,8 +51,8 @@ class CpuBackend final : public ops::Backend {
   // kInt8: quantizes the layers (above), with smoothing factors
   // c[k] = amax_x[k]^alpha / amax_w[k]^(1 - alpha) from the calibration (1 for a channel that
   // stayed zero; without calibration batches none, and no outlier channels either). After it
-  // the model runs in int8.
-  void FinishInt8(float alpha = 0.5f);
+  // the model runs in int8. column_slices: Int8Weight::Quantize's (the engine's thread count).
+  void FinishInt8(float alpha = 0.5f, int column_slices = 1);
   // kInt8 before FinishInt8: every int8 layer's recorded input ranges (amax_x above), in the
   // order the layers were added, to keep between runs (runtime/int8_cache.h)...
   std::vector<std::vector<float>> Int8InputRanges() const;

@@ -96,7 +96,8 @@ struct RowTerms {
   const float* bias;  // null: none
   int num_outliers;
   const float* xo;  // the row's outlier inputs
-  const float* wo;  // [num_outliers, n]
+  const float* wo;  // [num_outliers, wo_ld]
+  int wo_ld;
   bool gelu;
   const float* gelu_bias;  // null: none (kGelu)
 };
@@ -134,7 +135,7 @@ ORCHID_AVX512 void FinishRowAvx512(const int32_t* a, int n, float s, float lo, c
            v2 = DequantizeBlock(a, t, vs, vlo, c + 32), v3 = DequantizeBlock(a, t, vs, vlo, c + 48);
     for (int o = 0; o < t.num_outliers; ++o) {
       const __m512 xo = _mm512_set1_ps(t.xo[o]);
-      const float* wo = t.wo + size_t(o) * size_t(n) + size_t(c);
+      const float* wo = t.wo + size_t(o) * size_t(t.wo_ld) + size_t(c);
       v0 = _mm512_fmadd_ps(xo, _mm512_loadu_ps(wo), v0);
       v1 = _mm512_fmadd_ps(xo, _mm512_loadu_ps(wo + 16), v1);
       v2 = _mm512_fmadd_ps(xo, _mm512_loadu_ps(wo + 32), v2);
@@ -149,14 +150,15 @@ ORCHID_AVX512 void FinishRowAvx512(const int32_t* a, int n, float s, float lo, c
     __m512 v = DequantizeBlock(a, t, vs, vlo, c);
     for (int o = 0; o < t.num_outliers; ++o) {
       v = _mm512_fmadd_ps(_mm512_set1_ps(t.xo[o]),
-                          _mm512_loadu_ps(t.wo + size_t(o) * size_t(n) + size_t(c)), v);
+                          _mm512_loadu_ps(t.wo + size_t(o) * size_t(t.wo_ld) + size_t(c)), v);
     }
     StoreBlock(v, t, accumulate, y, c);
   }
   const int tail = c;
   for (; c < n; ++c) {
     float v = float(a[c]) * t.sw[c] * s + lo * t.wsum[c] + (t.bias ? t.bias[c] : 0.0f);
-    for (int o = 0; o < t.num_outliers; ++o) v += t.xo[o] * t.wo[size_t(o) * size_t(n) + size_t(c)];
+    for (int o = 0; o < t.num_outliers; ++o)
+      v += t.xo[o] * t.wo[size_t(o) * size_t(t.wo_ld) + size_t(c)];
     y[c] = accumulate ? y[c] + v : v;
   }
   if (t.gelu && tail < n)
@@ -179,7 +181,8 @@ void FinishRowScalar(const int32_t* a, int n, float s, float lo, const RowTerms&
                      bool accumulate, float* y) {
   for (int c = 0; c < n; ++c) {
     float v = float(a[c]) * t.sw[c] * s + lo * t.wsum[c] + (t.bias ? t.bias[c] : 0.0f);
-    for (int o = 0; o < t.num_outliers; ++o) v += t.xo[o] * t.wo[size_t(o) * size_t(n) + size_t(c)];
+    for (int o = 0; o < t.num_outliers; ++o)
+      v += t.xo[o] * t.wo[size_t(o) * size_t(t.wo_ld) + size_t(c)];
     y[c] = accumulate ? y[c] + v : v;
   }
 }
@@ -239,9 +242,20 @@ float QuantizeActivationRow(const float* x, int k, const float* mul, int levels,
   return s;
 }
 
+// Output columns [c0, c0 + n) of a layer: their matmul (u8 x s8 -> s32) and weights (in the
+// primitives' layout).
+struct Int8Weight::Slice {
+  int c0 = 0, n = 0;
+  onednn::BlockedMatmul matmul;
+  dnnl::memory weights;
+};
+
 struct Int8Weight::Impl {
-  onednn::BlockedMatmul matmul;  // u8 x s8 -> s32
-  dnnl::memory weights;          // in the primitives' layout
+  // All the columns (n == 0: none, where the slices' layouts are not pieces of its own), and
+  // the column slices (none: one slice, `whole`), whose weights point into whole's where they
+  // can (Quantize).
+  Slice whole;
+  std::vector<Slice> slices;
   std::vector<float> scales;     // s_w
   std::vector<float> wsum;       // s_w[n] sum_k Wq[n,k]: the zero point's term
   std::vector<int8_t> quantized;
@@ -251,7 +265,7 @@ struct Int8Weight::Impl {
 };
 
 Int8Weight Int8Weight::Quantize(const float* w, int n, int k, const float* smoothing,
-                                const std::vector<int>& outliers) {
+                                const std::vector<int>& outliers, int column_slices) {
   Int8Weight out;
   out.n_ = n;
   out.k_ = k;
@@ -291,21 +305,58 @@ Int8Weight Int8Weight::Quantize(const float* w, int n, int k, const float* smoot
     }
   }
   const dnnl::engine& eng = onednn::Engine();
-  // int32 products (no output scales: they would make every layer's primitives its own and
-  // keep oneDNN's primitive cache from sharing the kernels between layers of one shape).
-  impl->matmul = onednn::BlockedMatmul::Create(dt::u8, dt::s8, dt::s32, k, n, /*bias=*/false,
-                                               /*sum=*/false);
-  if (impl->matmul.empty()) {
-    throw std::runtime_error("int8: oneDNN makes no u8 x s8 matmul on this CPU");
-  }
-  // y = x W^T: W [n, k] row-major is W^T [k, n] in "ba" order.
-  dnnl::memory plain({{k, n}, dt::s8, tag::ba}, eng, impl->quantized.data());
-  impl->weights = dnnl::memory(impl->matmul.weights_desc(), eng);
-  {
+  // Columns [c0, c0 + n) of the quantized weights in the layout their primitives prefer.
+  auto make_slice = [&](int c0, int width) {
+    Slice slice;
+    slice.c0 = c0;
+    slice.n = width;
+    // int32 products (no output scales: they would make every layer's primitives its own and
+    // keep oneDNN's primitive cache from sharing the kernels between layers of one shape).
+    slice.matmul = onednn::BlockedMatmul::Create(dt::u8, dt::s8, dt::s32, k, width,
+                                                 /*bias=*/false, /*sum=*/false);
+    if (slice.matmul.empty()) {
+      throw std::runtime_error("int8: oneDNN makes no u8 x s8 matmul on this CPU");
+    }
+    // y = x W^T: W's rows [c0, c0 + n) ([n, k] row-major) are W^T's columns, [k, n] "ba".
+    dnnl::memory plain({{k, width}, dt::s8, tag::ba}, eng,
+                       impl->quantized.data() + size_t(c0) * size_t(k));
+    slice.weights = dnnl::memory(slice.matmul.weights_desc(), eng);
     onednn::OneThread one;
-    dnnl::stream s(eng);
-    dnnl::reorder(plain, impl->weights).execute(s, plain, impl->weights);
-    s.wait();
+    dnnl::stream st(eng);
+    dnnl::reorder(plain, slice.weights).execute(st, plain, slice.weights);
+    st.wait();
+    return slice;
+  };
+  impl->whole = make_slice(0, n);
+  // Slices of whole 64-column blocks where n allows (else 16), at least 64 columns each.
+  const int count = std::clamp(std::min(column_slices, n / 64), 1, std::max(1, n / 16));
+  const int align = n % 64 == 0 ? 64 : 16;
+  size_t offset = 0;  // where the next slice's weights would start in whole's
+  bool shared = true;
+  for (int sl = 0; count > 1 && sl < count; ++sl) {
+    const int c0 = int(int64_t(n) * sl / count) / align * align;
+    const int c1 = sl + 1 == count ? n : int(int64_t(n) * (sl + 1) / count) / align * align;
+    Slice slice = make_slice(c0, c1 - c0);
+    // oneDNN's blocked layouts keep each block of output columns together: then a slice's
+    // weights are bytes [offset, offset + size) of the whole layer's, and the slices need no
+    // copy of their own. Checked byte for byte, not assumed (a layout may pad or append).
+    const size_t size = slice.weights.get_desc().get_size();
+    const auto* base = static_cast<const uint8_t*>(impl->whole.weights.get_data_handle());
+    shared = shared && offset + size <= impl->whole.weights.get_desc().get_size() &&
+             std::memcmp(base + offset, slice.weights.get_data_handle(), size) == 0;
+    offset += size;
+    impl->slices.push_back(std::move(slice));
+  }
+  if (shared) {
+    offset = 0;
+    for (Slice& slice : impl->slices) {
+      const dnnl::memory::desc d = slice.weights.get_desc();
+      slice.weights = dnnl::memory(
+          d, eng, static_cast<uint8_t*>(impl->whole.weights.get_data_handle()) + offset);
+      offset += d.get_size();
+    }
+  } else {
+    impl->whole = Slice();  // only the slices' copies stay
   }
   out.impl_ = std::move(impl);
   return out;
@@ -313,70 +364,117 @@ Int8Weight Int8Weight::Quantize(const float* w, int n, int k, const float* smoot
 
 const float* Int8Weight::scales() const { return impl_->scales.data(); }
 const int8_t* Int8Weight::quantized() const { return impl_->quantized.data(); }
-const std::string& Int8Weight::kernel() const { return impl_->matmul.impl(); }
+const std::string& Int8Weight::kernel() const {
+  return (impl_->whole.n > 0 ? impl_->whole : impl_->slices.front()).matmul.impl();
+}
+int Int8Weight::column_slices() const { return std::max(1, int(impl_->slices.size())); }
+bool Int8Weight::slices_share_weights() const {
+  return impl_->slices.empty() || impl_->whole.n > 0;
+}
 
-void Int8Weight::Run(ThreadPool* pool, const float* x, int m, int ldx, const float* bias, float* y,
-                     int ldy, Epilogue epilogue) const {
-  if (m <= 0 || n_ <= 0) return;
+namespace {
+
+// The largest block size of onednn::BlockedMatmul whose int32 products (rows x n) fit
+// kPieceBytes: the rows a thread runs at a time.
+int PieceRows(int n) {
+  for (int rows : onednn::BlockedMatmul::kRows) {
+    if (size_t(rows) * size_t(n) * 4 <= size_t(kPieceBytes)) return rows;
+  }
+  return onednn::BlockedMatmul::kTail;
+}
+
+}  // namespace
+
+void Int8Weight::RunPiece(const float* x, int rows, int ldx, const float* bias, float* y, int ldy,
+                          Epilogue epilogue, const Slice* slices, int count) const {
   const int k = k_, n = n_;
   const Impl& impl = *impl_;
   const float* inv_c = impl.inv_smoothing.empty() ? nullptr : impl.inv_smoothing.data();
   const int levels = Int8ActivationLevels();
-  // Row ranges: one per thread, in whole 16-row blocks (onednn.h). Each range goes in pieces
-  // whose int32 products (rows x n) stay in L2 until they are finished.
-  constexpr int kTail = onednn::BlockedMatmul::kTail;
-  const int threads = PoolSize(pool);
-  const int64_t per_thread = std::max<int64_t>((m + threads - 1) / threads, kTail);
-  const int64_t grain = (per_thread + kTail - 1) / kTail * kTail;
-  int piece = kTail;  // the largest block size whose products fit kPieceBytes
-  for (int rows : onednn::BlockedMatmul::kRows) {
-    if (size_t(rows) * size_t(n) * 4 <= size_t(kPieceBytes)) {
-      piece = rows;
-      break;
-    }
+  const int piece = PieceRows(n);
+  thread_local std::vector<uint8_t> q_buf;
+  thread_local std::vector<float> row_buf;
+  thread_local std::vector<int32_t> acc_buf;
+  uint8_t* q = Scratch(&q_buf, size_t(piece) * size_t(k));
+  float* scale = Scratch(&row_buf, size_t(piece) * 2);
+  float* lo = scale + piece;
+  // Slice s's products: [rows, slice n] from acc + piece * c0.
+  int32_t* acc = Scratch(&acc_buf, size_t(piece) * size_t(n));
+  for (int r = 0; r < rows; ++r) {
+    scale[r] = QuantizeActivationRow(x + size_t(r) * size_t(ldx), k, inv_c, levels,
+                                     q + size_t(r) * size_t(k), &lo[r]);
+  }
+  for (int sl = 0; sl < count; ++sl) {
+    const Slice& slice = slices[sl];
+    slice.matmul.Run(q, rows, slice.weights, nullptr, acc + size_t(piece) * size_t(slice.c0),
+                     false);
   }
   const bool accumulate = epilogue == Epilogue::kAccumulate;
   const bool gelu = epilogue == Epilogue::kGelu;
   const float* b = gelu ? nullptr : bias;  // (kGelu: added just before the GELU)
   const int num_outliers = int(impl.outliers.size());
+  float xo[kMaxOutliers];
+  for (int r = 0; r < rows; ++r) {
+    float* out = y + size_t(r) * size_t(ldy);
+    const float* xr = x + size_t(r) * size_t(ldx);
+    for (int o = 0; o < num_outliers; ++o) xo[o] = xr[impl.outliers[size_t(o)]];
+    for (int sl = 0; sl < count; ++sl) {
+      const int c0 = slices[sl].c0, w = slices[sl].n;
+      const int32_t* a = acc + size_t(piece) * size_t(c0) + size_t(r) * size_t(w);
+      const RowTerms terms{impl.scales.data() + c0,
+                           impl.wsum.data() + c0,
+                           b ? b + c0 : nullptr,
+                           num_outliers,
+                           xo,
+                           impl.outlier_w.data() + c0,
+                           n,
+                           gelu,
+                           bias ? bias + c0 : nullptr};
+#if ORCHID_HAVE_X86_SIMD
+      if (simd::HasAvx512()) {
+        FinishRowAvx512(a, w, scale[r], lo[r], terms, accumulate, out + c0);  // GELU included
+        continue;
+      }
+#endif
+      FinishRowScalar(a, w, scale[r], lo[r], terms, accumulate, out + c0);
+      if (gelu) BiasGelu(out + c0, terms.gelu_bias, size_t(w));
+    }
+  }
+}
+
+void Int8Weight::Run(ThreadPool* pool, const float* x, int m, int ldx, const float* bias, float* y,
+                     int ldy, Epilogue epilogue) const {
+  if (m <= 0 || n_ <= 0) return;
+  constexpr int kTail = onednn::BlockedMatmul::kTail;
+  const Impl& impl = *impl_;
+  const int threads = PoolSize(pool), slices = int(impl.slices.size());
+  // Pieces of rows whose int32 products stay in L2 until they are finished.
+  const int piece = PieceRows(n_);
+  if (slices > 1 && (m + kTail - 1) / kTail < threads) {
+    // Too few 16-row blocks to share out (a short query): the threads share the columns
+    // instead, each quantizing every row and reading only its slices' weights. The int32
+    // products are exact, so a row's result is the same bits either way.
+    ParallelFor(pool, slices, 1, [&](int, int64_t s0, int64_t s1) {
+      for (int64_t sl = s0; sl < s1; ++sl) {
+        for (int begin = 0; begin < m; begin += piece) {
+          RunPiece(x + size_t(begin) * size_t(ldx), std::min(piece, m - begin), ldx, bias,
+                   y + size_t(begin) * size_t(ldy), ldy, epilogue, &impl.slices[size_t(sl)], 1);
+        }
+      }
+    });
+    return;
+  }
+  // Row ranges: one per thread, in whole 16-row blocks (onednn.h), each on the whole layer's
+  // matmul (or every slice's, where they have their own weights).
+  const Slice* all = impl.whole.n > 0 ? &impl.whole : impl.slices.data();
+  const int count = impl.whole.n > 0 ? 1 : slices;
+  const int64_t per_thread = std::max<int64_t>((m + threads - 1) / threads, kTail);
+  const int64_t grain = (per_thread + kTail - 1) / kTail * kTail;
   ParallelFor(pool, m, grain, [&](int, int64_t range_begin, int64_t range_end) {
-    thread_local std::vector<uint8_t> q_buf;
-    thread_local std::vector<float> row_buf;
-    thread_local std::vector<int32_t> acc_buf;
-    uint8_t* q = Scratch(&q_buf, size_t(piece) * size_t(k));
-    float* scale = Scratch(&row_buf, size_t(piece) * 2);
-    float* lo = scale + piece;
-    int32_t* acc = Scratch(&acc_buf, size_t(piece) * size_t(n));
-    float xo[kMaxOutliers];
-    const RowTerms terms{impl.scales.data(),
-                         impl.wsum.data(),
-                         b,
-                         num_outliers,
-                         xo,
-                         impl.outlier_w.data(),
-                         gelu,
-                         bias};
     for (int64_t begin = range_begin; begin < range_end; begin += piece) {
       const int rows = int(std::min<int64_t>(piece, range_end - begin));
-      for (int r = 0; r < rows; ++r) {
-        scale[r] = QuantizeActivationRow(x + size_t(begin + r) * size_t(ldx), k, inv_c, levels,
-                                         q + size_t(r) * size_t(k), &lo[r]);
-      }
-      impl.matmul.Run(q, rows, impl.weights, nullptr, acc, false);
-      for (int r = 0; r < rows; ++r) {
-        const int32_t* a = acc + size_t(r) * size_t(n);
-        float* out = y + size_t(begin + r) * size_t(ldy);
-        const float* xr = x + size_t(begin + r) * size_t(ldx);
-        for (int o = 0; o < num_outliers; ++o) xo[o] = xr[impl.outliers[size_t(o)]];
-#if ORCHID_HAVE_X86_SIMD
-        if (simd::HasAvx512()) {
-          FinishRowAvx512(a, n, scale[r], lo[r], terms, accumulate, out);  // GELU included
-          continue;
-        }
-#endif
-        FinishRowScalar(a, n, scale[r], lo[r], terms, accumulate, out);
-        if (gelu) BiasGelu(out, bias, size_t(n));
-      }
+      RunPiece(x + size_t(begin) * size_t(ldx), rows, ldx, bias, y + size_t(begin) * size_t(ldy),
+               ldy, epilogue, all, count);
     }
   });
 }

@@ -21,7 +21,8 @@
 //
 // Threads: the engine's pool splits the rows; each thread quantizes its rows, runs oneDNN's
 // primitive on them single-threaded (its OpenMP team is never more than the calling thread)
-// and finishes them in fp32, so no second set of threads competes for the cores.
+// and finishes them in fp32, so no second set of threads competes for the cores. A short query
+// (fewer 16-row blocks than threads) is split by output columns instead (column_slices).
 //
 // Thread safety: an Int8Weight is immutable after Quantize and may be used from several
 // threads at once (each call uses the calling thread's scratch).
@@ -41,8 +42,12 @@ class Int8Weight {
   Int8Weight() = default;
   // w: [n, k] row-major (out x in); smoothing: k factors c (null: none).
   // outliers: input channels kept out of int8 (their products run in fp32; empty: none).
+  // column_slices: the output columns go in this many slices (whole 16-column blocks, at least
+  // 64 columns each; fewer where n is small), each with its own matmul: the engine's thread
+  // count, so that a batch of too few rows to share out by rows (a short query) is shared
+  // out by columns.
   static Int8Weight Quantize(const float* w, int n, int k, const float* smoothing = nullptr,
-                             const std::vector<int>& outliers = {});
+                             const std::vector<int>& outliers = {}, int column_slices = 1);
 
   int n() const { return n_; }
   int k() const { return k_; }
@@ -53,14 +58,24 @@ class Int8Weight {
   const int8_t* quantized() const;
   // oneDNN's kernel for it, e.g. "brg:avx512_core_vnni" (not empty()).
   const std::string& kernel() const;
+  int column_slices() const;
+  // Whether the slices' weights are pieces of the whole layer's (no second copy; the rows'
+  // path runs one matmul over all the columns). True with one slice.
+  bool slices_share_weights() const;
 
   // y[m, n] (rows ldy floats apart) from x[m, k] (ldx floats apart); bias (n floats) may be
-  // null; epilogue kNone, kGelu (exact) or kAccumulate (y += ...). Rows are split over pool.
+  // null; epilogue kNone, kGelu (exact) or kAccumulate (y += ...). Rows are split over pool;
+  // fewer 16-row blocks than threads: the column slices are.
   void Run(ThreadPool* pool, const float* x, int m, int ldx, const float* bias, float* y, int ldy,
            Epilogue epilogue) const;
 
  private:
   struct Impl;
+  struct Slice;
+  // Rows [0, rows) (at most one piece: PieceRows(n) in the .cpp) of the columns of `count`
+  // slices (Impl's), on the calling thread.
+  void RunPiece(const float* x, int rows, int ldx, const float* bias, float* y, int ldy,
+                Epilogue epilogue, const Slice* slices, int count) const;
   int n_ = 0, k_ = 0;
   std::shared_ptr<const Impl> impl_;
 };

@@ -108,12 +108,12 @@ bool ResolveWeightType(const std::string& dtype, const std::string& gemm, Weight
 }
 
 PackedWeight PackedWeight::QuantizeInt8(const float* w, int n, int k, const float* smoothing,
-                                        const std::vector<int>& outliers) {
+                                        const std::vector<int>& outliers, int column_slices) {
   PackedWeight pw;
   pw.n_ = n;
   pw.k_ = k;
   pw.type_ = WeightType::kInt8;
-  pw.int8_ = Int8Weight::Quantize(w, n, k, smoothing, outliers);
+  pw.int8_ = Int8Weight::Quantize(w, n, k, smoothing, outliers, column_slices);
   return pw;
 }
 

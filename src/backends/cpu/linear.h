@@ -52,9 +52,9 @@ class PackedWeight {
   // smoothing or outlier channels for kInt8).
   static PackedWeight Pack(const float* w, int n, int k, WeightType type = WeightType::kFloat32);
   // kInt8 of w with the smoothing factors (k of them, or null) and fp32 outlier input channels
-  // (int8_linear.h).
+  // (int8_linear.h), its columns in column_slices slices (Int8Weight::Quantize).
   static PackedWeight QuantizeInt8(const float* w, int n, int k, const float* smoothing,
-                                   const std::vector<int>& outliers = {});
+                                   const std::vector<int>& outliers = {}, int column_slices = 1);
 
   int n() const { return n_; }
   int k() const { return k_; }
