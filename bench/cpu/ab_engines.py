@@ -11,6 +11,18 @@ ratio B / A of medians (above 1: B is slower), and checks that both first output
 
   .venv-bench/bin/python bench/cpu/ab_engines.py --a OLD/orchid_engine_bench \
       --b build/orchid_engine_bench [--models xlmr-base,minilm-reranker] [--dtypes float32,bfloat16]
+
+Two dtypes of one build (issue 31's int8 against bf16):
+
+  .venv-bench/bin/python bench/cpu/ab_engines.py --a build/orchid_engine_bench \
+      --b build/orchid_engine_bench --dtypes bfloat16 --b-dtype int8 --gap 0 \
+      --models all-MiniLM-L6-v2,all-mpnet-base-v2 --shapes 1x16,1x128,8x128,8x512
+
+--gap (seconds of idle before each run, default 0.1) matters for short cases on the shared
+2-core VMs: after 0.1 s idle a ~6 ms run is measured while the core wakes up, which added 2-4
+ms to it (2026-12-05, Zen 4: MiniLM int8 1 x 128 took 9.4 ms at --gap 0.1 and 6.2 ms at
+--gap 0; bf16 12.5 and 11.0), so a faster side's ratio is compressed. --gap 0 measures a busy
+server; the default, an idle one.
 """
 import argparse
 import datetime
@@ -40,6 +52,9 @@ def main():
     ap.add_argument("--models", default=",".join([MINILM, *MODELS]))
     ap.add_argument("--shapes", default="1x128,8x512", help="BATCHxLENGTH list")
     ap.add_argument("--dtypes", default="float32")
+    ap.add_argument("--b-dtype", default="",
+                    help="B runs with this dtype instead of each of --dtypes (one binary against "
+                         "itself: --a X --b X --dtypes bfloat16 --b-dtype int8)")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--min-iters", type=int, default=5)
@@ -75,7 +90,8 @@ def main():
             runners = {}
             for side, binary in (("a", args.a), ("b", args.b)):
                 args.bench_bin = binary
-                runners[side] = OrchidRunner(args, d, ids_path, ["--dtype", dt])
+                side_dt = args.b_dtype if side == "b" and args.b_dtype else dt
+                runners[side] = OrchidRunner(args, d, ids_path, ["--dtype", side_dt])
             for c in cases:
                 ms = {"a": [], "b": []}
                 while any(len(ms[s]) < args.min_iters or sum(ms[s]) / 1000 < args.min_seconds
@@ -89,7 +105,8 @@ def main():
                 fa, fb = runners["a"].first[c["name"]], runners["b"].first[c["name"]]
                 cos = float(fa @ fb / (np.linalg.norm(fa) * np.linalg.norm(fb) + 1e-30))
                 pa, pb = float(np.median(ms["a"])), float(np.median(ms["b"]))
-                rows.append({"model": name, "dtype": dt, "case": c["name"], "a_p50_ms": pa,
+                label = f"{dt} / {args.b_dtype}" if args.b_dtype else dt
+                rows.append({"model": name, "dtype": label, "case": c["name"], "a_p50_ms": pa,
                              "b_p50_ms": pb, "ratio": pb / pa, "runs": len(ms["a"]),
                              "cosine_a_b": cos, "a_ms": ms["a"], "b_ms": ms["b"]})
                 print(f"  {c['name']}: A {pa:.1f} ms, B {pb:.1f} ms, B/A {pb / pa:.3f}, "
@@ -98,6 +115,7 @@ def main():
                 r.close()
 
     date = datetime.datetime.now(datetime.timezone.utc)
+    os.makedirs(args.out, exist_ok=True)
     base = os.path.join(args.out, "ab-engines-" + date.strftime("%Y%m%d-%H%M%S"))
     ratios = np.array([r["ratio"] for r in rows])
     lines = [
