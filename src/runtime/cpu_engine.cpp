@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <mutex>
 #include <new>
 #include <optional>
@@ -374,6 +377,11 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptio
     }
     ORCHID_RETURN_IF_ERROR(QuantizeInt8(model.get(), dir, options.int8, options.num_threads));
   }
+#ifdef __GLIBC__
+  // Loading frees much of what it allocated (the checkpoint's tensors, int8's fp32 weights and
+  // calibration passes) in the middle of the heap, where glibc keeps it; give it back to the OS.
+  malloc_trim(0);
+#endif
   return std::unique_ptr<Model>(std::move(model));
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/int8_linear.h"
 #include "backends/cpu/thread_pool.h"
 #include "runtime/cpu_engine.h"
@@ -52,6 +53,7 @@ std::vector<double> Reference(const Int8Weight& w, const std::vector<float>& x, 
   }
   std::vector<double> y(size_t(m) * size_t(n));
   std::vector<uint8_t> q(static_cast<size_t>(k));
+  const std::vector<int8_t> weights = w.quantized();
   for (int r = 0; r < m; ++r) {
     float lo = 0;
     const float s = QuantizeActivationRow(x.data() + size_t(r) * size_t(k), k,
@@ -60,7 +62,7 @@ std::vector<double> Reference(const Int8Weight& w, const std::vector<float>& x, 
     for (int c = 0; c < n; ++c) {
       int64_t acc = 0, wsum = 0;
       for (int j = 0; j < k; ++j) {
-        const int wq = w.quantized()[size_t(c) * size_t(k) + size_t(j)];
+        const int wq = weights[size_t(c) * size_t(k) + size_t(j)];
         acc += int64_t(q[size_t(j)]) * wq;
         wsum += wq;
       }
@@ -83,13 +85,14 @@ TEST(Int8LinearTest, WeightsArePerChannelSymmetricInt8) {
   std::vector<float> w = Random(size_t(n) * k, 1, 0.1f);
   w[3] = 0.9f;  // row 0's largest
   const Int8Weight q = Int8Weight::Quantize(w.data(), n, k);
+  const std::vector<int8_t> quantized = q.quantized();
   EXPECT_FLOAT_EQ(q.scales()[0], 0.9f / 127);
   for (int r = 0; r < n; ++r) {
     float amax = 0;
     for (int j = 0; j < k; ++j) amax = std::max(amax, std::fabs(w[size_t(r) * k + j]));
     EXPECT_FLOAT_EQ(q.scales()[r], amax / 127) << r;
     for (int j = 0; j < k; ++j) {
-      EXPECT_EQ(q.quantized()[size_t(r) * k + j],
+      EXPECT_EQ(quantized[size_t(r) * k + j],
                 int(std::nearbyint(w[size_t(r) * k + j] * (127 / amax))))
           << r << "," << j;
     }
@@ -179,6 +182,7 @@ TEST(Int8LinearTest, ColumnSlicesGiveTheSameBitsAsOneSlice) {
       const Int8Weight sliced =
           Int8Weight::Quantize(weight.data(), n, k, smoothing.data(), {3, 77}, threads);
       EXPECT_EQ(sliced.column_slices(), std::min(threads, n / 64));
+      EXPECT_EQ(sliced.quantized(), one.quantized());  // read back from the slices' copies too
       std::printf("n %d, %d slices: %s\n", n, sliced.column_slices(),
                   sliced.slices_share_weights() ? "shared" : "copies");
       ThreadPool pool(threads);
@@ -197,6 +201,20 @@ TEST(Int8LinearTest, ColumnSlicesGiveTheSameBitsAsOneSlice) {
       }
     }
   }
+}
+
+// FinishInt8 releases the calibration's fp32 copies instead of only emptying them (emptied, they
+// kept every int8 layer's fp32 weights for the life of the process: all-mpnet-base-v2 held
+// 802 MB resident in int8 against 239 MB after the release).
+TEST(Int8LinearTest, FinishInt8ReleasesTheFloat32Copies) {
+  CpuBackend b(WeightType::kInt8);
+  Tensor w({96, 64});
+  const std::vector<float> values = Random(96 * 64, 61, 0.05f);
+  std::copy(values.begin(), values.end(), w.data());
+  ASSERT_TRUE(b.AddLinear(w, nullptr).ok());
+  EXPECT_GE(b.CalibrationBytes(), (96 * 64 + 64) * sizeof(float));
+  b.FinishInt8();
+  EXPECT_EQ(b.CalibrationBytes(), 0u);
 }
 
 // Against the float32 product: per-row cosine, with an outlier channel in the inputs.

@@ -126,6 +126,14 @@ Status CpuBackend::SetInt8InputRanges(const std::vector<std::vector<float>>& ran
   return Status::Ok();
 }
 
+size_t CpuBackend::CalibrationBytes() const {
+  size_t bytes = 0;
+  for (const LinearLayer& l : linears_) {
+    bytes += (l.raw.capacity() + l.input_amax.capacity()) * sizeof(float);
+  }
+  return bytes;
+}
+
 void CpuBackend::FinishInt8(float alpha, int column_slices) {
   if (!calibrating_) return;
   calibrating_ = false;
@@ -167,8 +175,10 @@ void CpuBackend::FinishInt8(float alpha, int column_slices) {
     }
     l.weight = PackedWeight::QuantizeInt8(w, n, k, calibrated ? c.data() : nullptr, outliers,
                                           column_slices);
-    l.input_amax = {};
-    l.raw = {};
+    // Released, not just emptied (`v = {}` is assign() from an empty list: it keeps the
+    // capacity, which held every int8 layer's fp32 weights for the life of the process).
+    std::vector<float>().swap(l.input_amax);
+    std::vector<float>().swap(l.raw);
   }
 }
 

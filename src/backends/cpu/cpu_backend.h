@@ -53,6 +53,9 @@ class CpuBackend final : public ops::Backend {
   // stayed zero; without calibration batches none, and no outlier channels either). After it
   // the model runs in int8. column_slices: Int8Weight::Quantize's (the engine's thread count).
   void FinishInt8(float alpha = 0.5f, int column_slices = 1);
+  // Bytes the layers hold for the int8 calibration (their fp32 weights beside the packed ones,
+  // the input ranges): 0 after FinishInt8.
+  size_t CalibrationBytes() const;
   // kInt8 before FinishInt8: every int8 layer's recorded input ranges (amax_x above), in the
   // order the layers were added, to keep between runs (runtime/int8_cache.h)...
   std::vector<std::vector<float>> Int8InputRanges() const;

@@ -258,7 +258,6 @@ struct Int8Weight::Impl {
   std::vector<Slice> slices;
   std::vector<float> scales;     // s_w
   std::vector<float> wsum;       // s_w[n] sum_k Wq[n,k]: the zero point's term
-  std::vector<int8_t> quantized;
   std::vector<float> inv_smoothing;  // 1 / c[k] (0 for an outlier channel); empty: none
   std::vector<int> outliers;         // input channels multiplied in fp32
   std::vector<float> outlier_w;      // [outliers, n]: W's columns for them, transposed
@@ -290,9 +289,10 @@ Int8Weight Int8Weight::Quantize(const float* w, int n, int k, const float* smoot
   }
   impl->scales.resize(size_t(n));
   impl->wsum.resize(size_t(n));
-  impl->quantized.resize(size_t(n) * size_t(k));
+  // Row-major until oneDNN's reorders below have their copies.
+  std::vector<int8_t> quantized(size_t(n) * size_t(k));
   for (int r = 0; r < n; ++r) {
-    int8_t* q = impl->quantized.data() + size_t(r) * size_t(k);
+    int8_t* q = quantized.data() + size_t(r) * size_t(k);
     impl->scales[size_t(r)] = QuantizeWeightRow(w + size_t(r) * size_t(k), k, smoothing, q);
     int64_t sum = 0;
     for (int i = 0; i < k; ++i) sum += q[i];
@@ -319,7 +319,7 @@ Int8Weight Int8Weight::Quantize(const float* w, int n, int k, const float* smoot
     }
     // y = x W^T: W's rows [c0, c0 + n) ([n, k] row-major) are W^T's columns, [k, n] "ba".
     dnnl::memory plain({{k, width}, dt::s8, tag::ba}, eng,
-                       impl->quantized.data() + size_t(c0) * size_t(k));
+                       quantized.data() + size_t(c0) * size_t(k));
     slice.weights = dnnl::memory(slice.matmul.weights_desc(), eng);
     onednn::OneThread one;
     dnnl::stream st(eng);
@@ -363,7 +363,26 @@ Int8Weight Int8Weight::Quantize(const float* w, int n, int k, const float* smoot
 }
 
 const float* Int8Weight::scales() const { return impl_->scales.data(); }
-const int8_t* Int8Weight::quantized() const { return impl_->quantized.data(); }
+std::vector<int8_t> Int8Weight::quantized() const {
+  // Back from the primitives' layout: the whole layer's, or each slice's rows.
+  std::vector<int8_t> out(size_t(n_) * size_t(k_));
+  const dnnl::engine& eng = onednn::Engine();
+  onednn::OneThread one;
+  dnnl::stream st(eng);
+  auto back = [&](const Slice& slice) {
+    dnnl::memory plain({{k_, slice.n}, dt::s8, tag::ba}, eng,
+                       out.data() + size_t(slice.c0) * size_t(k_));
+    dnnl::memory packed = slice.weights;
+    dnnl::reorder(packed, plain).execute(st, packed, plain);
+  };
+  if (impl_->whole.n > 0) {
+    back(impl_->whole);
+  } else {
+    for (const Slice& slice : impl_->slices) back(slice);
+  }
+  st.wait();
+  return out;
+}
 const std::string& Int8Weight::kernel() const {
   return (impl_->whole.n > 0 ? impl_->whole : impl_->slices.front()).matmul.impl();
 }

@@ -53,9 +53,9 @@ class Int8Weight {
   int k() const { return k_; }
   bool empty() const { return impl_ == nullptr; }
   // The per-channel scales (n floats) and the int8 weights as quantized ([n, k] row-major,
-  // before oneDNN's reorder), for tests.
+  // read back from oneDNN's layout, the only copy kept), for tests.
   const float* scales() const;
-  const int8_t* quantized() const;
+  std::vector<int8_t> quantized() const;
   // oneDNN's kernel for it, e.g. "brg:avx512_core_vnni" (not empty()).
   const std::string& kernel() const;
   int column_slices() const;
