@@ -339,6 +339,22 @@ TEST(CpuOpsTest, Bfloat16RoundsToNearestEven) {
   });
 }
 
+// UnpackRows gives back exactly the rows PackRows packed (int8's quantization reads them: the
+// packed copy the calibration ran on is the only one kept), a partial last panel included.
+TEST(CpuOpsTest, UnpackRowsUndoesPackRows) {
+  for (auto [n, k] : {std::pair{37, 29}, std::pair{16, 8}, std::pair{5, 3}}) {
+    const auto w = Random(size_t(n) * size_t(k), uint32_t(70 + n), -1, 1);
+    std::vector<float> packed(PackedSize(n, k));
+    PackRows(w.data(), n, k, k, packed.data());
+    std::vector<float> back(size_t(n) * size_t(k), -9.0f);
+    UnpackRows(PanelView{packed.data(), n, k}, 0, n, back.data());
+    EXPECT_EQ(back, w) << n << " x " << k;
+    std::vector<float> tail(size_t(n - 3) * size_t(k));
+    UnpackRows(PanelView{packed.data(), n, k}, 3, n, tail.data());
+    EXPECT_TRUE(std::equal(tail.begin(), tail.end(), w.begin() + 3 * k)) << n << " x " << k;
+  }
+}
+
 // The packed bfloat16 operand, element by element as Bf16PanelView reads it: W[c][i] at
 // panel c / 16, pair i / 2, lane c % 16, half i % 2; zeros past n (the last panel) and past k
 // (odd k). PackRowsBf16 reads W as rows, PackColumnsBf16 as V's columns (W = V^T), both with a

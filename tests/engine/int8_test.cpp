@@ -203,16 +203,16 @@ TEST(Int8LinearTest, ColumnSlicesGiveTheSameBitsAsOneSlice) {
   }
 }
 
-// FinishInt8 releases the calibration's fp32 copies instead of only emptying them (emptied, they
-// kept every int8 layer's fp32 weights for the life of the process: all-mpnet-base-v2 held
-// 802 MB resident in int8 against 239 MB after the release).
-TEST(Int8LinearTest, FinishInt8ReleasesTheFloat32Copies) {
+// FinishInt8 releases what the calibration held instead of only emptying it (emptied, a
+// row-major fp32 copy of every int8 layer stayed for the life of the process: all-mpnet-base-v2
+// held 802 MB resident in int8 against 239 MB after the release).
+TEST(Int8LinearTest, FinishInt8ReleasesTheCalibrationsMemory) {
   CpuBackend b(WeightType::kInt8);
   Tensor w({96, 64});
   const std::vector<float> values = Random(96 * 64, 61, 0.05f);
   std::copy(values.begin(), values.end(), w.data());
   ASSERT_TRUE(b.AddLinear(w, nullptr).ok());
-  EXPECT_GE(b.CalibrationBytes(), (96 * 64 + 64) * sizeof(float));
+  EXPECT_GE(b.CalibrationBytes(), 64 * sizeof(float));  // the input ranges
   b.FinishInt8();
   EXPECT_EQ(b.CalibrationBytes(), 0u);
 }

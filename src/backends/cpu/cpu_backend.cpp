@@ -75,9 +75,8 @@ Result<int> CpuBackend::DoAddLinear(const Tensor& w, const Tensor* bias, ops::Li
   l.final_type = type;
   l.outlier_input = o.outlier_input;
   if (calibrating_ && type != WeightType::kFloat32) {
-    // Packed fp32 until FinishInt8 quantizes the row-major copy kept beside it.
+    // Packed fp32 until FinishInt8 quantizes it (unpacking one layer at a time).
     type = WeightType::kFloat32;
-    l.raw.assign(w.data(), w.data() + w.numel());
     l.input_amax.assign(size_t(w.dim(1)), 0.0f);
   }
   l.weight = PackedWeight::Pack(w.data(), int(w.dim(0)), int(w.dim(1)), type);
@@ -129,7 +128,7 @@ Status CpuBackend::SetInt8InputRanges(const std::vector<std::vector<float>>& ran
 size_t CpuBackend::CalibrationBytes() const {
   size_t bytes = 0;
   for (const LinearLayer& l : linears_) {
-    bytes += (l.raw.capacity() + l.input_amax.capacity()) * sizeof(float);
+    bytes += l.input_amax.capacity() * sizeof(float);
   }
   return bytes;
 }
@@ -139,8 +138,12 @@ void CpuBackend::FinishInt8(float alpha, int column_slices) {
   calibrating_ = false;
   for (LinearLayer& l : linears_) {
     if (l.final_type != WeightType::kInt8) continue;  // the heads: fp32 from the start
-    const float* w = l.raw.data();
     const int n = l.weight.n(), k = l.weight.k();
+    // The layer's fp32 weights row-major, only while it is quantized: the packed copy the
+    // calibration ran on is the only one kept until then (a second would double the peak).
+    std::vector<float> rows(size_t(n) * size_t(k));
+    UnpackRows(l.weight.view(), 0, n, rows.data());
+    const float* w = rows.data();
     // SmoothQuant: c = amax_x^alpha / amax_w^(1 - alpha) per input channel.
     std::vector<float> c(size_t(k), 1.0f);
     bool calibrated = false;
@@ -176,9 +179,9 @@ void CpuBackend::FinishInt8(float alpha, int column_slices) {
     l.weight = PackedWeight::QuantizeInt8(w, n, k, calibrated ? c.data() : nullptr, outliers,
                                           column_slices);
     // Released, not just emptied (`v = {}` is assign() from an empty list: it keeps the
-    // capacity, which held every int8 layer's fp32 weights for the life of the process).
+    // capacity; a row-major fp32 copy of each layer so kept for the life of the process was
+    // most of int8's memory until 6656972).
     std::vector<float>().swap(l.input_amax);
-    std::vector<float>().swap(l.raw);
   }
 }
 

@@ -53,8 +53,8 @@ class CpuBackend final : public ops::Backend {
   // stayed zero; without calibration batches none, and no outlier channels either). After it
   // the model runs in int8. column_slices: Int8Weight::Quantize's (the engine's thread count).
   void FinishInt8(float alpha = 0.5f, int column_slices = 1);
-  // Bytes the layers hold for the int8 calibration (their fp32 weights beside the packed ones,
-  // the input ranges): 0 after FinishInt8.
+  // Bytes the layers hold for the int8 calibration (the input ranges; the fp32 weights are
+  // only the packed ones the calibration runs on): 0 after FinishInt8.
   size_t CalibrationBytes() const;
   // kInt8 before FinishInt8: every int8 layer's recorded input ranges (amax_x above), in the
   // order the layers were added, to keep between runs (runtime/int8_cache.h)...
@@ -97,7 +97,6 @@ class CpuBackend final : public ops::Backend {
     WeightType final_type = WeightType::kFloat32;
     bool outlier_input = false;
     std::vector<float> input_amax;
-    std::vector<float> raw;  // the fp32 weights, row-major, until they are quantized
   };
   struct NormLayer {
     ops::NormKind kind = ops::NormKind::kLayerNorm;

@@ -835,6 +835,14 @@ void PackColumnsBf16(const float* v, int n, int k, int ldv, bf16* dst) {
   }
 }
 
+void UnpackRows(const PanelView& packed, int r0, int r1, float* w) {
+  for (int r = r0; r < r1; ++r) {
+    const float* src = packed.panel(r / kPanel) + r % kPanel;
+    float* out = w + size_t(r - r0) * size_t(packed.k);
+    for (int i = 0; i < packed.k; ++i) out[i] = src[size_t(i) * kPanel];
+  }
+}
+
 void PackRows(const float* w, int n, int k, int ldw, float* dst) {
   const int panels = (n + kPanel - 1) / kPanel;
   for (int p = 0; p < panels; ++p) {

@@ -32,6 +32,8 @@ inline size_t PackedSize(int n, int k) {
 
 // Packs W given as rows: w[c * ldw + i] is W[c][i] (an nn.Linear weight, or K in Q K^T).
 void PackRows(const float* w, int n, int k, int ldw, float* dst);
+// PackRows undone: W's rows [r0, r1) from the packed operand into w (row-major, k apart).
+void UnpackRows(const PanelView& packed, int r0, int r1, float* w);
 // Packs W given as columns: w[i * ldw + c] is W[c][i] (V in P V).
 void PackColumns(const float* w, int n, int k, int ldw, float* dst);
 
