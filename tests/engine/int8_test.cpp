@@ -172,8 +172,8 @@ TEST(Int8LinearTest, ColumnSlicesGiveTheSameBitsAsOneSlice) {
   std::vector<float> smoothing = Random(size_t(k), 42, 1.0f);
   for (float& c : smoothing) c = 0.5f + std::fabs(c);
   // 384: slices of whole 64-column blocks, which share the layer's weights where oneDNN's layout
-  // keeps column blocks together (it does on AVX512-VNNI); 600: slices that cut a 64-column
-  // block, each with its own copy.
+  // keeps column blocks together (it does on AVX512-VNNI); 600: slices would cut a 64-column
+  // block, so there are none.
   for (const int n : {117, 384, 600}) {
     const std::vector<float> weight = Random(size_t(n) * k, 43, 0.05f);
     const Int8Weight one = Int8Weight::Quantize(weight.data(), n, k, smoothing.data(), {3, 77});
@@ -181,10 +181,15 @@ TEST(Int8LinearTest, ColumnSlicesGiveTheSameBitsAsOneSlice) {
     for (const int threads : {2, 3}) {
       const Int8Weight sliced =
           Int8Weight::Quantize(weight.data(), n, k, smoothing.data(), {3, 77}, threads);
-      EXPECT_EQ(sliced.column_slices(), std::min(threads, n / 64));
-      EXPECT_EQ(sliced.quantized(), one.quantized());  // read back from the slices' copies too
-      std::printf("n %d, %d slices: %s\n", n, sliced.column_slices(),
-                  sliced.slices_share_weights() ? "shared" : "copies");
+      // Slices where oneDNN's layout keeps their columns together (n = 384 on brgemm's VNNI
+      // kernels, measured), none otherwise (a slice cutting a 64-column block; gemm:jit).
+      const bool expect = n % 64 == 0 && sliced.kernel().rfind("brg:avx512_core_vnni", 0) == 0;
+      if (expect) {
+        EXPECT_EQ(sliced.column_slices(), std::min(threads, n / 64));
+      }
+      EXPECT_LE(sliced.column_slices(), std::min(threads, std::max(1, n / 64)));
+      EXPECT_EQ(sliced.quantized(), one.quantized());
+      std::printf("n %d, %s: %d slices\n", n, sliced.kernel().c_str(), sliced.column_slices());
       ThreadPool pool(threads);
       for (Epilogue e : {Epilogue::kNone, Epilogue::kGelu, Epilogue::kAccumulate}) {
         for (const int m : {1, 9, 16, 33, 300}) {

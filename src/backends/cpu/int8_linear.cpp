@@ -251,9 +251,8 @@ struct Int8Weight::Slice {
 };
 
 struct Int8Weight::Impl {
-  // All the columns (n == 0: none, where the slices' layouts are not pieces of its own), and
-  // the column slices (none: one slice, `whole`), whose weights point into whole's where they
-  // can (Quantize).
+  // All the columns, and the column slices (none: one slice, `whole`), whose weights point into
+  // whole's (Quantize makes none where oneDNN's layout does not allow it).
   Slice whole;
   std::vector<Slice> slices;
   std::vector<float> scales;     // s_w
@@ -333,7 +332,7 @@ Int8Weight Int8Weight::Quantize(const float* w, int n, int k, const float* smoot
   const int align = n % 64 == 0 ? 64 : 16;
   size_t offset = 0;  // where the next slice's weights would start in whole's
   bool shared = true;
-  for (int sl = 0; count > 1 && sl < count; ++sl) {
+  for (int sl = 0; count > 1 && shared && sl < count; ++sl) {
     const int c0 = int(int64_t(n) * sl / count) / align * align;
     const int c1 = sl + 1 == count ? n : int(int64_t(n) * (sl + 1) / count) / align * align;
     Slice slice = make_slice(c0, c1 - c0);
@@ -356,7 +355,9 @@ Int8Weight Int8Weight::Quantize(const float* w, int n, int k, const float* smoot
       offset += d.get_size();
     }
   } else {
-    impl->whole = Slice();  // only the slices' copies stay
+    // No slices: their own copies would double the weights, and the rows' path would run
+    // one small matmul per slice (one per thread) instead of one over all the columns.
+    impl->slices.clear();
   }
   out.impl_ = std::move(impl);
   return out;
@@ -369,27 +370,14 @@ std::vector<int8_t> Int8Weight::quantized() const {
   const dnnl::engine& eng = onednn::Engine();
   onednn::OneThread one;
   dnnl::stream st(eng);
-  auto back = [&](const Slice& slice) {
-    dnnl::memory plain({{k_, slice.n}, dt::s8, tag::ba}, eng,
-                       out.data() + size_t(slice.c0) * size_t(k_));
-    dnnl::memory packed = slice.weights;
-    dnnl::reorder(packed, plain).execute(st, packed, plain);
-  };
-  if (impl_->whole.n > 0) {
-    back(impl_->whole);
-  } else {
-    for (const Slice& slice : impl_->slices) back(slice);
-  }
+  dnnl::memory plain({{k_, n_}, dt::s8, tag::ba}, eng, out.data());
+  dnnl::memory packed = impl_->whole.weights;
+  dnnl::reorder(packed, plain).execute(st, packed, plain);
   st.wait();
   return out;
 }
-const std::string& Int8Weight::kernel() const {
-  return (impl_->whole.n > 0 ? impl_->whole : impl_->slices.front()).matmul.impl();
-}
+const std::string& Int8Weight::kernel() const { return impl_->whole.matmul.impl(); }
 int Int8Weight::column_slices() const { return std::max(1, int(impl_->slices.size())); }
-bool Int8Weight::slices_share_weights() const {
-  return impl_->slices.empty() || impl_->whole.n > 0;
-}
 
 namespace {
 
@@ -483,17 +471,14 @@ void Int8Weight::Run(ThreadPool* pool, const float* x, int m, int ldx, const flo
     });
     return;
   }
-  // Row ranges: one per thread, in whole 16-row blocks (onednn.h), each on the whole layer's
-  // matmul (or every slice's, where they have their own weights).
-  const Slice* all = impl.whole.n > 0 ? &impl.whole : impl.slices.data();
-  const int count = impl.whole.n > 0 ? 1 : slices;
+  // Row ranges: one per thread, in whole 16-row blocks (onednn.h), on the whole layer's matmul.
   const int64_t per_thread = std::max<int64_t>((m + threads - 1) / threads, kTail);
   const int64_t grain = (per_thread + kTail - 1) / kTail * kTail;
   ParallelFor(pool, m, grain, [&](int, int64_t range_begin, int64_t range_end) {
     for (int64_t begin = range_begin; begin < range_end; begin += piece) {
       const int rows = int(std::min<int64_t>(piece, range_end - begin));
       RunPiece(x + size_t(begin) * size_t(ldx), rows, ldx, bias, y + size_t(begin) * size_t(ldy),
-               ldy, epilogue, all, count);
+               ldy, epilogue, &impl.whole, 1);
     }
   });
 }

@@ -42,10 +42,11 @@ class Int8Weight {
   Int8Weight() = default;
   // w: [n, k] row-major (out x in); smoothing: k factors c (null: none).
   // outliers: input channels kept out of int8 (their products run in fp32; empty: none).
-  // column_slices: the output columns go in this many slices (whole 16-column blocks, at least
-  // 64 columns each; fewer where n is small), each with its own matmul: the engine's thread
-  // count, so that a batch of too few rows to share out by rows (a short query) is shared
-  // out by columns.
+  // column_slices: the output columns go in this many slices (at least 64 columns each; fewer
+  // where n is small), each with its own matmul over a piece of the layer's weights: the
+  // engine's thread count, so that a batch of too few rows to share out by rows (a short query)
+  // is shared out by columns. None where oneDNN's weight layout does not keep the slices'
+  // columns together (checked at load; AVX512-VNNI does, AVX2's gemm:jit does not).
   static Int8Weight Quantize(const float* w, int n, int k, const float* smoothing = nullptr,
                              const std::vector<int>& outliers = {}, int column_slices = 1);
 
@@ -58,10 +59,7 @@ class Int8Weight {
   std::vector<int8_t> quantized() const;
   // oneDNN's kernel for it, e.g. "brg:avx512_core_vnni" (not empty()).
   const std::string& kernel() const;
-  int column_slices() const;
-  // Whether the slices' weights are pieces of the whole layer's (no second copy; the rows'
-  // path runs one matmul over all the columns). True with one slice.
-  bool slices_share_weights() const;
+  int column_slices() const;  // 1: none
 
   // y[m, n] (rows ldy floats apart) from x[m, k] (ldx floats apart); bias (n floats) may be
   // null; epilogue kNone, kGelu (exact) or kAccumulate (y += ...). Rows are split over pool;
