@@ -18,6 +18,10 @@ Rows (every model; a peer that cannot run a model says "not supported: why" in i
                               avx512_vnni, avx512 or avx2)
   OpenVINO f32 / bf16         sentence-transformers backend="openvino" (optimum-intel's export),
                               ov_config INFERENCE_PRECISION_HINT f32 / bf16
+  OpenVINO f32 / bf16 (ONNX)  the openvino package alone (no optimum-intel, which pins an old
+                              transformers) on the ONNX Runtime rows' model.onnx: Core.compile_model
+                              with the precision hint; tokenizer, batching (32, encode()'s length
+                              order), pooling and normalisation of sentence-transformers around it
   CTranslate2 fp32 / int8     ct2's TransformersConverter + ctranslate2.Encoder (compute_type
                               float32 / int8), the tokenizer, pooling and normalisation of
                               sentence-transformers done around it (numpy), batches of 32 in
@@ -33,6 +37,10 @@ bench/cpu/families_vs_torch.py does; no tokenizer, no process start.
 Models: all-MiniLM-L6-v2 (models/), all-mpnet-base-v2 (models/, the real one) and
 qwen3-0.6b-causal (Qwen3-0.6B's shape, random weights, last-token pooling + L2: the builder of
 families_vs_torch.py, cached in models/bench/, plus Qwen3-Embedding's tokenizer).
+Workloads (--workload): short (below), or docs: held-out documents of 300-512 tokens
+(held_out_docs: STS-B train sentences joined in file order), 64 per model, each truncated at the
+model's maximum (issue 44's long-document workload; results in long-docs-peers-*).
+
 Text: English STS-B *train* sentences (shared/data/stsb; the tests read the test split and their
 committed fixtures, whose sentences are removed here), deduplicated, in a seeded shuffle.
 
@@ -46,7 +54,7 @@ on every row; medians. Cosines: every text's embedding against PyTorch fp32's, m
   .venv-peers/bin/python bench/cpu/int8_vs_peers.py [--models all-MiniLM-L6-v2] [--runs 3] [--quick]
   .venv-peers/bin/python bench/cpu/int8_vs_peers.py --check-peers DIR   # does each peer load DIR?
 
-Writes bench/results/int8-peers-YYYYMMDD-HHMMSS.{md,json,png}. Converted and exported peer
+Writes bench/results/int8-peers-YYYYMMDD-HHMMSS.{md,json,png} (docs: long-docs-peers-*). Converted and exported peer
 models are cached outside the repo (--cache-dir, default /tmp/orchid-peers-cache).
 """
 import argparse
@@ -98,7 +106,7 @@ MODELS = {
 ORCHID_ROWS = [("orchid fp32", "float32"), ("orchid bf16", "bfloat16"), ("orchid int8", "int8"),
                ("orchid int8 (check kept)", "int8-kept")]
 PEER_ROWS = ["PyTorch fp32", "PyTorch bf16", "ONNX Runtime fp32", "ONNX Runtime int8", "OpenVINO f32",
-             "OpenVINO bf16", "CTranslate2 fp32", "CTranslate2 int8"]
+             "OpenVINO bf16", "OpenVINO f32 (ONNX)", "OpenVINO bf16 (ONNX)", "CTranslate2 fp32", "CTranslate2 int8"]
 ALL_ROWS = [r for r, _ in ORCHID_ROWS] + PEER_ROWS
 REFERENCE = "PyTorch fp32"
 FLAGS_OF_INTEREST = ["avx2", "avx_vnni", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "avx512_fp16",
@@ -247,6 +255,38 @@ def held_out_texts(n, seed=31):
     return pool[:n]
 
 
+def held_out_docs(n, tok_json, lo=300, hi=512, seed=44):
+    """n documents of lo..hi tokens (the model's own tokenizer, special tokens not counted; each
+    document's target drawn uniformly, seeded): the first sentence of each STS-B train pair, in the file's
+    order (captions, then news, then forums: neighbours share a genre), deduplicated and without the
+    tests' sentences, joined with spaces until the target is reached. What a RAG indexer sends: the
+    model truncates at its maximum (all-mpnet-base-v2: 384) as it would a real passage."""
+    from tokenizers import Tokenizer
+    used = set()
+    for p in TEST_FIXTURES:
+        if p.exists():
+            used.update(s.strip() for s in _strings(json.loads(p.read_text(encoding="utf-8"))))
+    with open(STSB_TRAIN, newline="", encoding="utf-8") as f:
+        pool = [row[0].strip() for row in csv.reader(f) if row and row[0].strip()]
+    pool = [s for s in dict.fromkeys(pool) if s not in used]
+    tok = Tokenizer.from_file(str(tok_json))
+    tok.no_truncation()
+    tok.no_padding()
+    lengths = [len(e.ids) for e in tok.encode_batch(pool, add_special_tokens=False)]
+    rng = random.Random(seed)
+    docs, i = [], 0
+    while len(docs) < n:
+        target, parts, count = rng.randint(lo, hi), [], 0
+        while count < target:
+            if i >= len(pool):
+                sys.exit(f"asked for {n} documents of {lo}-{hi} tokens, {STSB_TRAIN} has enough for {len(docs)}")
+            parts.append(pool[i])
+            count += lengths[i] + 1  # (about one more where sentences meet)
+            i += 1
+        docs.append(" ".join(parts))
+    return docs
+
+
 def link_or_copy(src, dst):
     try:
         os.link(src, dst)
@@ -391,14 +431,19 @@ class STRow(Row):
                                          show_progress_bar=False), dtype=np.float32)
 
 
-class CT2Row(Row):
-    """ctranslate2.Encoder with sentence-transformers' tokenizer, batching, pooling and normalisation."""
+class PooledRow(Row):
+    """A runtime that returns hidden states, with sentence-transformers' tokenizer, batching (batches of
+    batch_size in encode()'s length order), pooling and normalisation done around it in numpy."""
 
-    def __init__(self, name, encoder, tokenizer, max_len, pooling, normalize, batch_size):
+    def __init__(self, name, tokenizer, max_len, pooling, normalize, batch_size):
         super().__init__(name)
-        self.encoder, self.tok, self.max_len = encoder, tokenizer, max_len
+        self.tok, self.max_len = tokenizer, max_len
         self.pooling, self.normalize, self.batch_size = pooling, normalize, batch_size
         self.texts = None
+
+    def hidden(self, ids):
+        """ids: a list of token id lists -> float32 [b, longest, d]."""
+        raise NotImplementedError
 
     def run(self):
         texts = self.texts
@@ -407,13 +452,15 @@ class CT2Row(Row):
         for start in range(0, len(texts), self.batch_size):
             idx = order[start:start + self.batch_size]
             ids = self.tok([texts[i] for i in idx], truncation=True, max_length=self.max_len)["input_ids"]
-            h = np.array(self.encoder.forward_batch(ids).last_hidden_state, dtype=np.float32)  # [b, t, d]
+            h = self.hidden(ids)  # [b, t, d]
             lens = np.array([len(x) for x in ids])
             mask = (np.arange(h.shape[1])[None, :] < lens[:, None]).astype(np.float32)[..., None]
             if self.pooling == "mean":
                 v = (h * mask).sum(1) / np.maximum(mask.sum(1), 1e-9)
             elif self.pooling == "cls":
                 v = h[:, 0]
+            elif self.pooling == "lasttoken":
+                v = h[np.arange(len(ids)), lens - 1]
             else:
                 raise ValueError(self.pooling)
             if self.normalize:
@@ -421,6 +468,47 @@ class CT2Row(Row):
             for j, i in enumerate(idx):
                 out[i] = v[j]
         return np.stack(out).astype(np.float32)
+
+
+class CT2Row(PooledRow):
+    """ctranslate2.Encoder."""
+
+    def __init__(self, name, encoder, tokenizer, max_len, pooling, normalize, batch_size):
+        super().__init__(name, tokenizer, max_len, pooling, normalize, batch_size)
+        self.encoder = encoder
+
+    def hidden(self, ids):
+        return np.array(self.encoder.forward_batch(ids).last_hidden_state, dtype=np.float32)
+
+
+class OVOnnxRow(PooledRow):
+    """The openvino package alone (no optimum-intel) on the model's ONNX export: Core.compile_model of
+    the .onnx file with a precision hint, fed right-padded ids and the attention mask."""
+
+    def __init__(self, name, compiled, tokenizer, max_len, pooling, normalize, batch_size):
+        super().__init__(name, tokenizer, max_len, pooling, normalize, batch_size)
+        self.compiled = compiled
+        self.request = compiled.create_infer_request()
+        self.inputs = {i.get_any_name() for i in compiled.inputs}
+        names = [o.get_any_name() for o in compiled.outputs]
+        self.output = compiled.outputs[names.index("last_hidden_state") if "last_hidden_state" in names else 0]
+
+    def hidden(self, ids):
+        longest = max(len(x) for x in ids)
+        pad = self.tok.pad_token_id or 0
+        arr = np.full((len(ids), longest), pad, dtype=np.int64)
+        mask = np.zeros((len(ids), longest), dtype=np.int64)
+        for j, x in enumerate(ids):
+            arr[j, :len(x)] = x
+            mask[j, :len(x)] = 1
+        feed = {"input_ids": arr, "attention_mask": mask}
+        if "token_type_ids" in self.inputs:
+            feed["token_type_ids"] = np.zeros_like(arr)
+        if "position_ids" in self.inputs:
+            feed["position_ids"] = np.maximum(np.cumsum(mask, axis=1) - 1, 0)
+        feed = {k: v for k, v in feed.items() if k in self.inputs}
+        res = self.request.infer(feed)
+        return np.asarray(res[self.output], dtype=np.float32)
 
 
 def unsupported(name, reason):
@@ -488,6 +576,22 @@ def feed_position_ids(st):
     return True
 
 
+def export_onnx(mdir, onnx_dir):
+    """sentence-transformers' ONNX export (optimum-onnx) of mdir into onnx_dir, once: (seconds or None, note)."""
+    if (onnx_dir / "onnx" / "model.onnx").exists():
+        return None, "cached"
+    from sentence_transformers import SentenceTransformer
+    t = time.perf_counter()
+    log(f"  exporting to ONNX into {onnx_dir} ...")
+    exp = SentenceTransformer(str(mdir), device="cpu", backend="onnx",
+                              model_kwargs={"provider": "CPUExecutionProvider"})
+    if onnx_dir.exists():
+        shutil.rmtree(onnx_dir)
+    exp.save_pretrained(str(onnx_dir))
+    del exp
+    return time.perf_counter() - t, "exported in this run"
+
+
 def make_peers(mdir, cache, args, cpu, wanted):
     """The Python rows for one model, loaded (exported / converted once into cache first)."""
     import torch
@@ -518,18 +622,8 @@ def make_peers(mdir, cache, args, cpu, wanted):
     qname = quant_config_for(cpu)
     qfile = f"onnx/model_qint8_{qname}.onnx"
     if {"ONNX Runtime fp32", "ONNX Runtime int8"} & wanted:
-        prep_s, note = None, "cached"
         try:
-            if not (onnx_dir / "onnx" / "model.onnx").exists():
-                t = time.perf_counter()
-                log(f"  exporting to ONNX into {onnx_dir} ...")
-                exp = SentenceTransformer(str(mdir), device="cpu", backend="onnx",
-                                          model_kwargs={"provider": "CPUExecutionProvider"})
-                if onnx_dir.exists():
-                    shutil.rmtree(onnx_dir)
-                exp.save_pretrained(str(onnx_dir))
-                del exp
-                prep_s, note = time.perf_counter() - t, "exported in this run"
+            prep_s, note = export_onnx(mdir, onnx_dir)
             for name, fname in (("ONNX Runtime fp32", "onnx/model.onnx"), ("ONNX Runtime int8", qfile)):
                 if name not in wanted:
                     continue
@@ -610,6 +704,38 @@ def make_peers(mdir, cache, args, cpu, wanted):
             for name in ("OpenVINO f32", "OpenVINO bf16"):
                 if name in wanted:
                     rows[name] = failed(name, e)
+
+    # OpenVINO on the same ONNX export, through the openvino package alone (optimum-intel pins an old
+    # transformers; a user can run the model's ONNX file with openvino and nothing else).
+    ov_onnx_rows = [n for n in ("OpenVINO f32 (ONNX)", "OpenVINO bf16 (ONNX)") if n in wanted]
+    if ov_onnx_rows:
+        try:
+            prep_s, note = export_onnx(mdir, onnx_dir)
+            import openvino as ov
+            from transformers import AutoTokenizer
+            core = ov.Core()
+            caps = core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+            pooling, normalize = pooling_of(mdir)
+            tok = AutoTokenizer.from_pretrained(str(mdir))
+            sb = json.loads((mdir / "sentence_bert_config.json").read_text())
+            for n in ov_onnx_rows:
+                hint = "bf16" if "bf16" in n else "f32"
+                try:
+                    cfg = {"INFERENCE_PRECISION_HINT": hint, "INFERENCE_NUM_THREADS": str(args.threads)}
+                    cm, s = timed_load(lambda: core.compile_model(str(onnx_dir / "onnx" / "model.onnx"), "CPU", cfg))
+                    r = OVOnnxRow(n, cm, tok, sb.get("max_seq_length", 512), pooling, normalize, bs)
+                    r.load_s = s
+                    r.prep_s, r.prep_note = prep_s, f"ONNX export (optimum-onnx, shared with ONNX Runtime): {note}"
+                    got = re.sub(r"<Type: '(\w+)'>", r"\1", str(cm.get_property("INFERENCE_PRECISION_HINT")))
+                    r.path = (f"openvino {ov.__version__} alone, Core.compile_model(model.onnx), inference precision "
+                              f"{got} (asked {hint}), {cm.get_property('INFERENCE_NUM_THREADS')} threads; CPU "
+                              f"capabilities {' '.join(caps)}")
+                    rows[n] = r
+                except Exception as e:  # noqa: BLE001
+                    rows[n] = failed(n, e)
+        except Exception as e:  # noqa: BLE001
+            for n in ov_onnx_rows:
+                rows[n] = failed(n, e)
 
     # CTranslate2: its transformers converter, if it has an encoder for this architecture.
     if {"CTranslate2 fp32", "CTranslate2 int8"} & wanted:
@@ -847,8 +973,10 @@ def bench_model(name, args, cpu, torch_path):
     cache_root = Path(args.cache_dir)
     cache_root.mkdir(parents=True, exist_ok=True)
     mdir = model_dir(name, override, cache_root)
-    n_texts = args.texts or (48 if args.quick else MODELS.get(name, (None, 200))[1])
-    texts = held_out_texts(n_texts)
+    if args.workload == "docs":
+        texts = held_out_docs(args.texts or (8 if args.quick else 64), mdir / "tokenizer.json")
+    else:
+        texts = held_out_texts(args.texts or (48 if args.quick else MODELS.get(name, (None, 200))[1]))
     cache = cache_root / f"{name}-{fingerprint(mdir)}"
     cache.mkdir(parents=True, exist_ok=True)
     log(f"{name}: {len(texts)} texts, model {mdir}, peer cache {cache}")
@@ -863,7 +991,7 @@ def bench_model(name, args, cpu, torch_path):
                 rows[rname] = OrchidEmbed(rname, dt, args, mdir, src, tmp)
         peers = make_peers(mdir, cache, args, cpu, args.row_set)
         for p in peers.values():
-            if isinstance(p, (STRow, CT2Row)):
+            if isinstance(p, (STRow, PooledRow)):
                 p.texts = texts
             if p.name == "PyTorch fp32" and p.status == "ok":
                 p.path = torch_path.get("fp32", "")
@@ -921,7 +1049,7 @@ def bench_model(name, args, cpu, torch_path):
         # Only PyTorch stays loaded for the engine level.
         for n in list(peers):
             if n not in ("PyTorch fp32", "PyTorch bf16"):
-                peers[n].st = peers[n].encoder = None
+                peers[n].st = peers[n].encoder = peers[n].compiled = peers[n].request = None
         gc.collect()
         if args.engine and not args.check_only:
             res["engine"] = engine_level(args, mdir, texts, peers, tmp)
@@ -949,7 +1077,10 @@ def fmt_cos(v):
 
 
 def markdown(result, argv):
-    L = ["# int8 at reference fidelity: orchid fp32 / bf16 / int8 against CPU peers (issue 31)", "",
+    title = ("# int8 at reference fidelity: orchid fp32 / bf16 / int8 against CPU peers (issue 31)"
+             if result.get("workload", "short") == "short" else
+             "# Long documents: orchid fp32 / bf16 / int8 against CPU peers (issue 44)")
+    L = [title, "",
          f"- machine: {result['machine']}",
          f"- commit: {result['commit']} ({result['dirty']})",
          f"- date: {result['date']}",
@@ -959,8 +1090,12 @@ def markdown(result, argv):
          f"- PyTorch kernels: fp32 {result['torch_path'].get('fp32')}; bf16 {result['torch_path'].get('bf16')} "
          f"(oneDNN ISA: {result['torch_path'].get('onednn_isa')}; ATen CPU capability "
          f"{result['torch_path'].get('cpu_capability')})",
-         f"- texts: English STS-B train sentences, deduplicated, those in the tests' fixtures removed, seeded "
-         f"shuffle (held out from the tests, which read the test split); truncated at the model's maximum",
+         (f"- texts: English STS-B train sentences, deduplicated, those in the tests' fixtures removed, seeded "
+          f"shuffle (held out from the tests, which read the test split); truncated at the model's maximum"
+          if result.get("workload", "short") == "short" else
+          "- texts: documents of 300-512 tokens (each one's length drawn uniformly, seeded) made of the first "
+          "sentences of English STS-B train pairs in file order, deduplicated, the tests' sentences removed "
+          "(held out from the tests); truncated at the model's maximum as a passage would be"),
          f"- method: one untimed warm-up run per row (its embeddings give the cosines: every text against "
          f"PyTorch fp32 sentence-transformers), then {result['runs']} timed round(s), every row once per round "
          f"in a rotated order, {result['gap']} s idle between runs; median; texts/s = texts / median",
@@ -1093,7 +1228,11 @@ def main():
                     help="comma-separated, of " + ", ".join(MODELS) + "; NAME=DIR uses DIR for NAME")
     ap.add_argument("--rows", default=",".join(ALL_ROWS), help="subset of rows (PyTorch fp32 always runs: the reference)")
     ap.add_argument("--runs", type=int, default=3, help="timed rounds (whole process) / runs per batch (engine)")
-    ap.add_argument("--texts", type=int, default=0, help="texts per model (default 2000 / 500 / 200; --quick 48)")
+    ap.add_argument("--texts", type=int, default=0, help="texts per model (short: default 2000 / 500 / 200, --quick 48; "
+                                                         "docs: 64, --quick 8)")
+    ap.add_argument("--workload", choices=("short", "docs"), default="short",
+                    help="short: STS-B sentences (~15 tokens); docs: held-out documents of 300-512 tokens "
+                         "(held_out_docs), truncated at the model's maximum")
     ap.add_argument("--quick", action="store_true", help="smoke test: 48 texts, 1 run, one small engine batch")
     ap.add_argument("--threads", type=int, default=THREADS_DEFAULT)
     ap.add_argument("--batch-size", type=int, default=32, help="encode() batch size of the Python rows")
@@ -1153,7 +1292,7 @@ def main():
     started = datetime.datetime.now(datetime.timezone.utc)
     result = {"machine": machine_line(cpu), "cpu": cpu, "commit": commit(), "dirty": dirty_note(),
               "date": started.strftime("%Y-%m-%d %H:%M UTC"), "threads": args.threads, "runs": args.runs,
-              "gap": args.gap, "quick": args.quick, "versions": versions(), "torch_path": torch_path,
+              "gap": args.gap, "quick": args.quick, "workload": args.workload, "versions": versions(), "torch_path": torch_path,
               "onnx_quantization_config": quant_config_for(cpu), "loadavg_before": os.getloadavg(),
               "models": []}
     for n in names:
@@ -1170,7 +1309,8 @@ def main():
     text = markdown(result, ["python", "bench/cpu/int8_vs_peers.py", *sys.argv[1:]])
     print(text)
     os.makedirs(args.out, exist_ok=True)
-    base = os.path.join(args.out, "int8-peers-" + started.strftime("%Y%m%d-%H%M%S"))
+    prefix = "int8-peers-" if args.workload == "short" else "long-docs-peers-"
+    base = os.path.join(args.out, prefix + started.strftime("%Y%m%d-%H%M%S"))
     Path(base + ".json").write_text(json.dumps(result, indent=1))
     try:
         png = draw(base, result)

@@ -614,7 +614,8 @@ TEST(CpuOpsTest, SoftmaxToBfloat16IsTheSameBitsAsItsSteps) {
 
 TEST(CpuOpsTest, RaggedSelfAttentionMatchesReference) {
   ForEachIsa([&] {
-    const std::vector<int32_t> lens = {1, 3, 17, 1, 64, 5};
+    // 300: several blocks of query rows (attention.cpp's RowBlock).
+    const std::vector<int32_t> lens = {1, 3, 17, 1, 64, 5, 300};
     std::vector<int32_t> cu = {0};
     for (int32_t l : lens) cu.push_back(cu.back() + l);
     const int T = cu.back();
@@ -666,8 +667,8 @@ TEST(CpuOpsTest, RaggedSelfAttentionMatchesReference) {
 // (ModernBERT's local layers), on the packed, BLAS and bfloat16 paths. bfloat16 is compared
 // within its rounding; the others within 1e-5.
 TEST(CpuOpsTest, RaggedAttentionKeyLimitsMatchReference) {
-  const std::vector<int32_t> lens = {12, 1, 40, 5, 70};
-  const std::vector<int32_t> keys = {8, 0, 33, 5, 20};
+  const std::vector<int32_t> lens = {12, 1, 40, 5, 70, 300};
+  const std::vector<int32_t> keys = {8, 0, 33, 5, 20, 250};
   std::vector<int32_t> cu = {0};
   for (int32_t l : lens) cu.push_back(cu.back() + l);
   const int T = cu.back(), heads = 2, hd = 16, H = heads * hd;
@@ -788,7 +789,7 @@ TEST(CpuOpsTest, RaggedAttentionCausalGroupedQueryMatchesReference) {
 // loose bound and the mean a tight one; unrounded operands would miss both by far.
 TEST(CpuOpsTest, RaggedAttentionBfloat16MatchesRoundedReference) {
   auto round = [](double f) { return double(FloatFromBf16(Bf16FromFloat(float(f)))); };
-  const std::vector<int32_t> lens = {1, 2, 17, 70, 7};
+  const std::vector<int32_t> lens = {1, 2, 17, 70, 7, 300};
   std::vector<int32_t> cu = {0};
   for (int32_t l : lens) cu.push_back(cu.back() + l);
   const int T = cu.back();
@@ -846,13 +847,13 @@ TEST(CpuOpsTest, RaggedAttentionBfloat16MatchesRoundedReference) {
 // query_rows: each sequence computes only a range of its query rows (the last layer under CLS
 // or last-token pooling); those rows are bitwise the full call's, the others are left alone.
 TEST(CpuOpsTest, RaggedAttentionQueryRowsMatchTheFullCallBitwise) {
-  const std::vector<int32_t> lens = {1, 70, 130, 17, 64, 9};
+  const std::vector<int32_t> lens = {1, 70, 130, 17, 64, 9, 300};
   std::vector<int32_t> cu = {0};
   for (int32_t l : lens) cu.push_back(cu.back() + l);
   const int T = cu.back();
   // [begin, end) per sequence: the whole of it, the first row (CLS), the last (last token),
-  // and rows that straddle the causal path's 64-row blocks.
-  const std::vector<int32_t> ranges = {0, 1, 69, 70, 3, 129, 0, 1, 63, 64, 0, 9};
+  // and rows that straddle the blocks of query rows (64 causal; 96 bidirectional at 300).
+  const std::vector<int32_t> ranges = {0, 1, 69, 70, 3, 129, 0, 1, 63, 64, 0, 9, 90, 200};
   for (auto [causal, heads, kv, hd, half] :
        {std::tuple{true, 4, 2, 16, false}, std::tuple{false, 4, 2, 16, false},
         std::tuple{true, 3, 3, 40, false}, std::tuple{false, 6, 1, 8, false},
@@ -884,7 +885,7 @@ TEST(CpuOpsTest, RaggedAttentionQueryRowsMatchTheFullCallBitwise) {
           }
         }
       }
-      EXPECT_EQ(computed, 1 + 1 + 126 + 1 + 1 + 9);
+      EXPECT_EQ(computed, 1 + 1 + 126 + 1 + 1 + 9 + 110);
     });
   }
 }

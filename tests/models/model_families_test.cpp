@@ -394,7 +394,14 @@ TEST(ModelFamiliesTest, Bfloat16LinearLayersStayClose) {
   CheckModel("xlmr-cross-encoder", ModelTask::kScore, Pooling::kCls, false, t, bf16);
   CheckModel("qwen3-embed", ModelTask::kEmbed, Pooling::kLastToken, true, t, bf16);
   CheckModel("qwen3-bidir", ModelTask::kEmbed, Pooling::kMean, false, t, bf16);
-  CheckModel("qwen3-reranker", ModelTask::kScore, Pooling::kLastToken, true, t, bf16);
+  // The reranker's score is a difference of two logits after 512-token causal attention, in
+  // bfloat16 products since attention runs in bfloat16 too: PyTorch's own bfloat16 forward of
+  // this fixture is 0.042 off the float32 reference (tests/fixtures/models/bf16_torch_error.py,
+  // torch 2.15); orchid measured 0.040 (0.0099 with attention in float32). The others' PyTorch
+  // bfloat16 errors: 0.010-0.020, orchid's 0.004-0.007.
+  Tolerance reranker = bf16;
+  reranker.score_abs = 5e-2;
+  CheckModel("qwen3-reranker", ModelTask::kScore, Pooling::kLastToken, true, t, reranker);
   CheckModel("qwen2-embed", ModelTask::kEmbed, Pooling::kLastToken, true, t, bf16);
   CheckModel("mistral-embed", ModelTask::kEmbed, Pooling::kMean, true, t, bf16);
   CheckModel("llama-embed", ModelTask::kEmbed, Pooling::kLastToken, true, t, bf16);

@@ -310,9 +310,11 @@ Status CpuBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::Atte
     if (o.causal) return Status::InvalidArgument("attended lengths on causal attention");
     shape.key_lens = batch.attend_lens.data();
   }
-  // int8 models multiply attention's products in bfloat16 once calibrated (the start-up check's
-  // float32 reference passes run before, in float32).
-  shape.bf16 = linear_weights_ == WeightType::kInt8 && !calibrating_;
+  // bfloat16 models multiply attention's products in bfloat16 too (Q, K, P and V rounded, fp32
+  // sums and softmax); int8 models once calibrated (the start-up check's float32 reference
+  // passes run before, in float32).
+  shape.bf16 = linear_weights_ == WeightType::kBfloat16 ||
+               (linear_weights_ == WeightType::kInt8 && !calibrating_);
   if (o.relative_bias.valid()) {
     // The bias of every relative position the batch has, per head: [heads, 2 span - 1].
     int span = 1;
