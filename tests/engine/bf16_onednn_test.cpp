@@ -118,13 +118,14 @@ TEST(Bf16OneDnnTest, ARowsResultDoesNotDependOnTheRowsBesideIt) {
   ASSERT_FALSE(packed.onednn_bf16().empty());
   ThreadPool pool(2);
   std::vector<float> all(size_t(m) * size_t(n)), one(static_cast<size_t>(n));
-  Linear(&pool, x.data(), m, k, packed, bias.data(), all.data(), n, Epilogue::kNone);
-  for (int r : {0, 1, 15, 16, 17, 150, 299, 300}) {
-    Linear(&pool, x.data() + size_t(r) * size_t(k), 1, k, packed, bias.data(), one.data(), n,
-           Epilogue::kNone);
-    for (int j = 0; j < n; ++j) {
-      ASSERT_EQ(one[size_t(j)], all[size_t(r) * size_t(n) + size_t(j)])
-          << "row " << r << " j " << j;
+  for (auto ep : {Epilogue::kNone, Epilogue::kGelu}) {  // (kGelu: the post-op primitives)
+    Linear(&pool, x.data(), m, k, packed, bias.data(), all.data(), n, ep);
+    for (int r : {0, 1, 15, 16, 17, 150, 299, 300}) {
+      Linear(&pool, x.data() + size_t(r) * size_t(k), 1, k, packed, bias.data(), one.data(), n, ep);
+      for (int j = 0; j < n; ++j) {
+        ASSERT_EQ(one[size_t(j)], all[size_t(r) * size_t(n) + size_t(j)])
+            << "epilogue " << int(ep) << " row " << r << " j " << j;
+      }
     }
   }
 }

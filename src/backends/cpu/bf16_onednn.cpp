@@ -12,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "backends/cpu/gelu.h"
 #include "backends/cpu/onednn.h"
 
 namespace orchid {
@@ -21,8 +20,9 @@ namespace {
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-// Rows the probe multiplies: a 128-token text's layer on one thread.
+// Rows the probe multiplies: a 128-token text's layer on one thread, and a short query's.
 constexpr int kProbeRows = 128;
+constexpr int kShortRows = 16;
 // oneDNN is kept when it takes less than this share of the packed kernel's time.
 constexpr double kMargin = 0.85;
 
@@ -44,8 +44,9 @@ T* Scratch(std::vector<T>* v, size_t n) {
 
 struct Probe {
   bool onednn;
-  double onednn_ms, packed_ms;
-  std::string kernel;  // oneDNN's
+  double onednn_ms, packed_ms;              // kProbeRows
+  double onednn_short_ms, packed_short_ms;  // kShortRows
+  std::string kernel;                       // oneDNN's
 };
 std::mutex probe_mu;
 std::map<std::pair<int, int>, Probe>& Probes() {  // by (k, n)
@@ -53,17 +54,24 @@ std::map<std::pair<int, int>, Probe>& Probes() {  // by (k, n)
   return *m;
 }
 
-template <typename F>
-double BestMs(F&& f) {
-  double best = 1e30;
-  for (int i = 0; i < 4; ++i) {  // the first run warms the caches and oneDNN's kernels
+// Best of `runs` timed runs of a and of b, alternating a, b, a, b ... after one untimed run of
+// each (caches, oneDNN's kernels): noise that lasts a moment lands on both, not on one side's
+// whole sample.
+template <typename A, typename B>
+std::pair<double, double> BestMsOfEach(A&& a, B&& b, int runs = 5) {
+  auto ms = [](auto&& f) {
     const auto t0 = std::chrono::steady_clock::now();
     f();
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (i > 0) best = std::min(best, ms);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  a();
+  b();
+  double best_a = 1e30, best_b = 1e30;
+  for (int i = 0; i < runs; ++i) {
+    best_a = std::min(best_a, ms(a));
+    best_b = std::min(best_b, ms(b));
   }
-  return best;
+  return {best_a, best_b};
 }
 
 }  // namespace
@@ -78,7 +86,7 @@ Bf16Gemm Bf16GemmSetting() {
 }
 
 struct OneDnnBf16Weight::Impl {
-  onednn::BlockedMatmul matmul;  // with bias, and a sum post-op for kAccumulate
+  onednn::BlockedMatmul matmul;  // with bias; sum (kAccumulate) and GELU (kGelu) post-ops
   dnnl::memory weights;          // in the primitives' layout
   std::vector<float> zero_bias;
 };
@@ -88,7 +96,7 @@ OneDnnBf16Weight OneDnnBf16Weight::Pack(const float* w, int n, int k) {
   if (n <= 0 || k <= 0 || k % 2 != 0) return out;
   auto impl = std::make_shared<Impl>();
   impl->matmul = onednn::BlockedMatmul::Create(dt::bf16, dt::bf16, dt::f32, k, n,
-                                               /*bias=*/true, /*sum=*/true);
+                                               /*bias=*/true, /*sum=*/true, /*gelu=*/true);
   if (impl->matmul.empty()) return out;  // no bfloat16 matmul on this CPU
   const dnnl::engine& eng = onednn::Engine();
   std::vector<bf16> rounded(size_t(n) * size_t(k));
@@ -135,19 +143,19 @@ void OneDnnBf16Weight::Run(ThreadPool* pool, const float* x, int m, int ldx, con
     float* out =
         direct ? y + size_t(begin) * size_t(n) : Scratch(&acc_buf, size_t(rows) * size_t(n));
     const bool accumulate = epilogue == Epilogue::kAccumulate;
+    // GELU in the kernel's epilogue, on each tile as it is written (not a second pass over
+    // rows that have left the cache by then).
     impl.matmul.Run(xb, rows, impl.weights, bias != nullptr ? bias : impl.zero_bias.data(), out,
-                    accumulate && direct);
+                    accumulate && direct, epilogue == Epilogue::kGelu);
+    if (direct) return;
     for (int r = 0; r < rows; ++r) {
       const float* o = out + size_t(r) * size_t(n);
       float* yr = y + size_t(begin + r) * size_t(ldy);
-      if (!direct) {
-        if (accumulate) {
-          for (int c = 0; c < n; ++c) yr[c] += o[c];
-        } else {
-          std::memcpy(yr, o, size_t(n) * sizeof(float));
-        }
+      if (accumulate) {
+        for (int c = 0; c < n; ++c) yr[c] += o[c];
+      } else {
+        std::memcpy(yr, o, size_t(n) * sizeof(float));
       }
-      if (epilogue == Epilogue::kGelu) BiasGelu(yr, nullptr, size_t(n));
     }
   });
 }
@@ -177,16 +185,26 @@ bool ChooseBf16Gemm(const OneDnnBf16Weight& onednn, Bf16PanelView packed) {
   }
   const int ldxb = 2 * ((k + 1) / 2);
   std::vector<bf16> xb(size_t(kProbeRows) * size_t(ldxb));
-  const double packed_ms = BestMs([&] {
-    ConvertRowsBf16(x.data(), k, k, xb.data(), ldxb, 0, kProbeRows);
-    PackedGemmTilesBf16(xb.data(), ldxb, packed, nullptr, y.data(), n, Epilogue::kNone, 0,
-                        kProbeRows, 0, packed.panels());
-  });
-  const double onednn_ms = BestMs(
-      [&] { onednn.Run(nullptr, x.data(), kProbeRows, k, nullptr, y.data(), n, Epilogue::kNone); });
+  // At a text's rows and at a short query's: oneDNN must win both, clearly. Where the two tie
+  // (the Zen 4: 128 and 16 rows alike), one noisy measurement would otherwise pick oneDNN for a
+  // shape now and then, and a short query pays for it: Run splits rows only, so 16 rows run on
+  // one thread where the packed kernel shares their columns out (a probe that picked oneDNN
+  // for one of all-mpnet-base-v2's shapes made its 16-token query 1.24x slower).
+  auto time_both = [&](int rows) {
+    return BestMsOfEach(
+        [&] {
+          ConvertRowsBf16(x.data(), k, k, xb.data(), ldxb, 0, rows);
+          PackedGemmTilesBf16(xb.data(), ldxb, packed, nullptr, y.data(), n, Epilogue::kNone, 0,
+                              rows, 0, packed.panels());
+        },
+        [&] { onednn.Run(nullptr, x.data(), rows, k, nullptr, y.data(), n, Epilogue::kNone); });
+  };
+  const auto [packed_ms, onednn_ms] = time_both(kProbeRows);
+  const auto [packed_short_ms, onednn_short_ms] = time_both(kShortRows);
   // oneDNN only where it is clearly faster (AMX: several times): a near tie would flip between
   // processes with the machine's noise, and with it the last bits of the embeddings.
-  const Probe p{onednn_ms < kMargin * packed_ms, onednn_ms, packed_ms, onednn.kernel()};
+  const bool pick = onednn_ms < kMargin * packed_ms && onednn_short_ms < kMargin * packed_short_ms;
+  const Probe p{pick, onednn_ms, packed_ms, onednn_short_ms, packed_short_ms, onednn.kernel()};
   std::lock_guard<std::mutex> lock(probe_mu);
   return Probes().emplace(std::make_pair(k, n), p).first->second.onednn;
 }
@@ -196,9 +214,11 @@ std::string Bf16GemmChoices() {
   std::string out;
   char buf[200];
   for (const auto& [shape, p] : Probes()) {
-    std::snprintf(buf, sizeof buf, "%s%d->%d %s (oneDNN %s %.2f ms, packed %.2f ms)",
+    std::snprintf(buf, sizeof buf,
+                  "%s%d->%d %s (oneDNN %s %.2f ms, packed %.2f ms; at %d rows %.3f / %.3f ms)",
                   out.empty() ? "" : "; ", shape.first, shape.second,
-                  p.onednn ? "oneDNN" : "packed", p.kernel.c_str(), p.onednn_ms, p.packed_ms);
+                  p.onednn ? "oneDNN" : "packed", p.kernel.c_str(), p.onednn_ms, p.packed_ms,
+                  kShortRows, p.onednn_short_ms, p.packed_short_ms);
     out += buf;
   }
   return out;

@@ -3,15 +3,15 @@
 // picks at run time and ONEDNN_MAX_CPU_ISA caps it. The numbers are those of orchid's packed
 // bfloat16 kernel (packed_gemm.h): weights and each call's input rounded to bfloat16 (nearest
 // even), exact products, fp32 accumulation, fp32 bias and epilogue; only the order of the sums
-// differs.
+// differs, and exact GELU is oneDNN's (its erf approximation, applied in the kernel's epilogue).
 //
 // Which of the two runs a layer is decided per CPU and layer shape, once per process, by a
-// probe (ChooseBf16Gemm): both multiply 128 rows by the layer's own weights on one thread, best
-// of three, and oneDNN is kept only where it is clearly faster (under 0.85x the packed
-// kernel's time, so that a near tie cannot flip between processes; the other's copy of the
-// weights is dropped). The
-// choices are logged (Bf16GemmChoices). ORCHID_BF16_GEMM=packed|onednn|auto in the
-// environment, or SetBf16Gemm (tests), pins it.
+// probe (ChooseBf16Gemm): both multiply the layer's own weights on one thread, 128 rows (a
+// text) and 16 rows (a short query), alternating runs, best of five each; oneDNN is kept only
+// where it is clearly faster at both (under 0.85x the packed kernel's time, so that a near tie
+// cannot flip between processes; the other's copy of the weights is dropped). The choices are
+// logged (Bf16GemmChoices). ORCHID_BF16_GEMM=packed|onednn|auto in the environment, or
+// SetBf16Gemm (tests), pins it.
 //
 // Threads, scratchpads and row blocks as in onednn.h (BlockedMatmul): the pool splits the rows,
 // each thread runs fixed-size blocks of them single-threaded.
@@ -45,7 +45,7 @@ class OneDnnBf16Weight {
   const std::string& kernel() const;
 
   // y[m, n] (rows ldy floats apart) from x[m, k] (ldx floats apart); bias (n floats) may be
-  // null; epilogue kNone, kGelu (exact, orchid's BiasGelu) or kAccumulate (y += ...). Rows
+  // null; epilogue kNone, kGelu (exact: oneDNN's gelu_erf post-op) or kAccumulate (y += ...). Rows
   // are split over pool.
   void Run(ThreadPool* pool, const float* x, int m, int ldx, const float* bias, float* y, int ldy,
            Epilogue epilogue) const;
@@ -61,8 +61,8 @@ class OneDnnBf16Weight {
 // weights.
 bool ChooseBf16Gemm(const OneDnnBf16Weight& onednn, Bf16PanelView packed);
 
-// The probe's choices so far, one per shape, for the log: "768->3072 oneDNN 1.21 ms, packed
-// 3.40 ms; ..." (empty when no probe ran).
+// The probe's choices so far, one per shape, for the log: "768->3072 oneDNN (brg:... 1.21 ms,
+// packed 3.40 ms; at 16 rows ...); ..." (empty when no probe ran).
 std::string Bf16GemmChoices();
 
 }  // namespace orchid

@@ -55,8 +55,8 @@ void Execute(const dnnl::primitive& primitive, const dnnl::memory::desc& scratch
 }
 
 BlockedMatmul BlockedMatmul::Create(dnnl::memory::data_type src, dnnl::memory::data_type weights,
-                                    dnnl::memory::data_type dst, int k, int n, bool bias,
-                                    bool sum) {
+                                    dnnl::memory::data_type dst, int k, int n, bool bias, bool sum,
+                                    bool gelu) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   static_assert(sizeof(kRows) / sizeof(kRows[0]) == kSizes && kRows[kSizes - 1] == kTail);
@@ -92,6 +92,14 @@ BlockedMatmul BlockedMatmul::Create(dnnl::memory::data_type src, dnnl::memory::d
       with_sum.set_post_ops(ops);
       for (int i = 0; i < kSizes; ++i) make(kRows[i], with_sum, &out.sum_[i]);
     }
+    if (gelu) {
+      dnnl::primitive_attr with_gelu;
+      with_gelu.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+      with_gelu.set_post_ops(ops);
+      for (int i = 0; i < kSizes; ++i) make(kRows[i], with_gelu, &out.gelu_[i]);
+    }
   } catch (const dnnl::error&) {
     return BlockedMatmul();  // no such matmul on this CPU
   }
@@ -105,14 +113,18 @@ BlockedMatmul BlockedMatmul::Create(dnnl::memory::data_type src, dnnl::memory::d
   out.n_ = n;
   out.bias_ = bias;
   out.sum_ok_ = sum;
+  out.gelu_ok_ = gelu;
   return out;
 }
 
 void BlockedMatmul::Run(const void* x, int rows, const dnnl::memory& weights, const float* bias,
-                        void* y, bool accumulate) const {
+                        void* y, bool accumulate, bool gelu) const {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   if (accumulate && !sum_ok_) throw std::logic_error("BlockedMatmul: made without sum");
+  if (gelu && (!gelu_ok_ || accumulate)) {
+    throw std::logic_error("BlockedMatmul: gelu needs the gelu primitives and no accumulation");
+  }
   const dnnl::engine& eng = Engine();
   thread_local std::vector<float> pad_buf;  // 4-byte elements: f32 or s32
   const auto* src = static_cast<const uint8_t*>(x);
@@ -126,7 +138,7 @@ void BlockedMatmul::Run(const void* x, int rows, const dnnl::memory& weights, co
     // A block short of rows (the last, padded) writes into scratch and its valid rows are
     // copied (or added) after.
     const bool padded = valid < m;
-    const Prim& p = accumulate && !padded ? sum_[i] : plain_[i];
+    const Prim& p = gelu ? gelu_[i] : accumulate && !padded ? sum_[i] : plain_[i];
     void* out = static_cast<uint8_t*>(y) + size_t(r) * row_bytes;
     if (padded) {
       if (pad_buf.size() < size_t(m) * size_t(n_)) pad_buf.resize(size_t(m) * size_t(n_));

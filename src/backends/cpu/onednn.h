@@ -65,10 +65,12 @@ class BlockedMatmul {
   BlockedMatmul() = default;
   // x of type `src`, W of type `weights` in the layout the primitives prefer (weights_desc()),
   // y of type `dst` (f32, or s32 for integer products); `bias`: an fp32 bias operand; `sum`:
-  // Run may accumulate into y (a sum post-op). Empty where oneDNN makes no such matmul, or
-  // only its reference kernel.
+  // Run may accumulate into y (a sum post-op); `gelu`: Run may apply exact GELU to x W^T + b in
+  // the kernel's epilogue (an eltwise_gelu_erf post-op, f32 dst: no second pass over y). Empty
+  // where oneDNN makes no such matmul, or only its reference kernel.
   static BlockedMatmul Create(dnnl::memory::data_type src, dnnl::memory::data_type weights,
-                              dnnl::memory::data_type dst, int k, int n, bool bias, bool sum);
+                              dnnl::memory::data_type dst, int k, int n, bool bias, bool sum,
+                              bool gelu = false);
 
   bool empty() const { return n_ == 0; }
   const dnnl::memory::desc& weights_desc() const { return weights_desc_; }
@@ -76,9 +78,10 @@ class BlockedMatmul {
   const std::string& impl() const { return impl_; }
 
   // y (rows dense, n elements apart) = x W^T (+ bias, n floats, when made with bias) (+ y when
-  // accumulate, which needs `sum`). x: rows rounded up to a multiple of kTail, dense.
+  // accumulate, which needs `sum`), or gelu(x W^T + bias) when `gelu` (made with gelu; not with
+  // accumulate). x: rows rounded up to a multiple of kTail, dense.
   void Run(const void* x, int rows, const dnnl::memory& weights, const float* bias, void* y,
-           bool accumulate) const;
+           bool accumulate, bool gelu = false) const;
 
  private:
   static constexpr int kSizes = 5;
@@ -86,13 +89,13 @@ class BlockedMatmul {
     dnnl::matmul matmul;
     dnnl::memory::desc scratchpad;
   };
-  Prim plain_[kSizes], sum_[kSizes];
+  Prim plain_[kSizes], sum_[kSizes], gelu_[kSizes];
   dnnl::memory::desc weights_desc_;
   dnnl::memory::data_type src_ = dnnl::memory::data_type::undef;
   dnnl::memory::data_type dst_ = dnnl::memory::data_type::undef;
   size_t src_row_bytes_ = 0;
   int k_ = 0, n_ = 0;
-  bool bias_ = false, sum_ok_ = false;
+  bool bias_ = false, sum_ok_ = false, gelu_ok_ = false;
   std::string impl_;
 };
 
