@@ -15,10 +15,6 @@
 #include <string>
 #include <utility>
 
-#include "backends/cpu/bf16_onednn.h"
-#include "backends/cpu/int8_linear.h"
-#include "backends/cpu/packed_gemm.h"
-#include "backends/cpu/vec_math.h"
 #include "runtime/cpu_engine.h"
 #include "runtime/int8_cache.h"
 #if ORCHID_HAVE_CUDA
@@ -305,9 +301,17 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
     lo.linear_weights = dtype;
     lo.num_threads = flags.threads;
     std::unique_ptr<Tokenizer> sample_tokenizer;  // encodes int8's built-in texts
+    auto log_notes = [](const std::vector<KernelNote>& notes) {
+      for (const KernelNote& n : notes) {
+        if (n.warning) {
+          spdlog::warn("{}", n.text);
+        } else {
+          spdlog::info("{}", n.text);
+        }
+      }
+    };
+    log_notes(CpuKernelNotes(lo.linear_weights, false));
     if (lo.linear_weights == WeightType::kInt8) {
-      spdlog::info("--dtype int8: the linear layers multiply int8 on oneDNN's {} kernels",
-                   OneDnnIsa());
       auto tok = LoadModelTokenizer(dir, "");
       if (!tok.ok()) {
         return Status(tok.status().code(),
@@ -322,32 +326,11 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
                           : flags.int8_cache == "off" ? ""
                                                       : flags.int8_cache;
     }
-    if (lo.linear_weights == WeightType::kBfloat16) {
-      // Bf16DotInUse() runs the once-per-process probe now rather than in the first request.
-      const char* how = simd::HasAvx512Bf16()
-                            ? (Bf16DotInUse() ? "AVX512_BF16's vdpbf16ps"
-                                              : "AVX-512 FMAs (this CPU's vdpbf16ps measured slower)")
-                        : simd::HasAvx512()  ? "AVX-512 FMAs"
-                        : simd::HasAvx2Fma() ? "AVX2 FMAs"
-                                             : nullptr;
-      if (how) {
-        spdlog::info("--dtype bfloat16: the linear layers multiply with {}", how);
-      } else {
-        spdlog::warn("--dtype bfloat16: this CPU has no AVX2; the linear layers run scalar code, "
-                     "much slower than --dtype float32");
-      }
-    }
     auto model = LoadModel(dir, lo);
     if (!model.ok()) {
       return Status(model.status().code(), "cannot load model: " + model.status().message());
     }
-    if (lo.linear_weights == WeightType::kBfloat16) {
-      if (const std::string choices = Bf16GemmChoices(); !choices.empty()) {
-        // Per layer shape (k->n), which kernel the load-time probe kept (bf16_onednn.h).
-        spdlog::info("--dtype bfloat16: oneDNN's {} against orchid's packed kernel: {}",
-                     OneDnnIsa(), choices);
-      }
-    }
+    log_notes(CpuKernelNotes(lo.linear_weights, true));
     if (const ModelInfo::Fidelity& f = (*model)->info().fidelity; f.samples > 0) {
       const bool below =
           f.mean_cosine < flags.int8_min_mean_cosine || f.min_cosine < flags.int8_min_cosine;

@@ -12,7 +12,9 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "backends/cpu/kernel_report.h"
 #include "backends/cpu/linear.h"
 #include "core/status.h"
 #include "engine/engine.h"
@@ -83,5 +85,11 @@ struct CpuEngineOptions {
 };
 
 std::unique_ptr<Engine> MakeCpuEngine(std::unique_ptr<Model> model, CpuEngineOptions options = {});
+
+// What the CPU engine's kernels are for `type`, for the log (backends/cpu/kernel_report.h):
+// before the model loads (loaded = false), and the choices made while it loaded (true).
+inline std::vector<KernelNote> CpuKernelNotes(WeightType type, bool loaded) {
+  return loaded ? DescribeCpuKernelChoices(type) : DescribeCpuKernels(type);
+}
 
 }  // namespace orchid

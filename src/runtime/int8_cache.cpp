@@ -17,7 +17,7 @@
 
 #include "backends/cpu/int8_linear.h"
 #include "backends/cpu/packed_gemm.h"
-#include "backends/cpu/vec_math.h"
+#include "backends/cpu/cpu_features.h"
 
 namespace orchid {
 namespace {
@@ -94,8 +94,7 @@ Result<std::string> Int8CacheKey(const std::string& model_dir, int max_length) {
   std::sort(files.begin(), files.end());
   for (const std::string& f : files) key << "file " << f << "\n";
   key << "cpu onednn " << OneDnnIsa() << ", activation levels " << Int8ActivationLevels()
-      << ", avx2 " << simd::HasAvx2Fma() << ", avx512 " << simd::HasAvx512() << ", avx512_bf16 "
-      << simd::HasAvx512Bf16() << ", vdpbf16ps " << Bf16DotInUse() << "\n";
+      << ", " << DescribeCpu() << ", vdpbf16ps " << Bf16DotInUse() << "\n";
   key << "env ONEDNN_MAX_CPU_ISA=" << Env("ONEDNN_MAX_CPU_ISA")
       << " ORCHID_MAX_CPU_ISA=" << Env("ORCHID_MAX_CPU_ISA")
       << " ORCHID_BF16_GEMM=" << Env("ORCHID_BF16_GEMM") << "\n";

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/add.h"
 #include "backends/cpu/attention.h"
 #include "backends/cpu/bf16_onednn.h"
@@ -58,15 +59,15 @@ void ForEachPool(F body) {
 template <typename F>
 void ForEachIsa(F body) {
   struct Restore {
-    ~Restore() { simd::LimitIsa(simd::Isa::kAvx512Bf16); }
+    ~Restore() { LimitIsa(Isa::kAvx512Bf16); }
   } restore;
-  for (simd::Isa isa :
-       {simd::Isa::kScalar, simd::Isa::kAvx2, simd::Isa::kAvx512, simd::Isa::kAvx512Bf16}) {
-    SCOPED_TRACE(isa == simd::Isa::kScalar   ? "scalar"
-                 : isa == simd::Isa::kAvx2   ? "avx2"
-                 : isa == simd::Isa::kAvx512 ? "avx512"
+  for (Isa isa :
+       {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
+    SCOPED_TRACE(isa == Isa::kScalar   ? "scalar"
+                 : isa == Isa::kAvx2   ? "avx2"
+                 : isa == Isa::kAvx512 ? "avx512"
                                              : "avx512-bf16");
-    simd::LimitIsa(isa);
+    LimitIsa(isa);
     body();
   }
 }
@@ -260,20 +261,20 @@ TEST(CpuOpsTest, LinearSumsEachOutputInOneFmaChain) {
       });
     };
     struct Restore {
-      ~Restore() { simd::LimitIsa(simd::Isa::kAvx512Bf16); }
+      ~Restore() { LimitIsa(Isa::kAvx512Bf16); }
     } restore;
-    if (simd::HasAvx2Fma()) {
+    if (UseAvx2()) {
       SCOPED_TRACE("avx2");
-      simd::LimitIsa(simd::Isa::kAvx2);
+      LimitIsa(Isa::kAvx2);
       check();
     }
-    simd::LimitIsa(simd::Isa::kAvx512);
-    if (simd::HasAvx512()) {
+    LimitIsa(Isa::kAvx512);
+    if (UseAvx512()) {
       SCOPED_TRACE("avx512");
       check();
     }
   }
-  if (!simd::HasAvx2Fma() && !simd::HasAvx512()) GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU";
+  if (!UseAvx2() && !UseAvx512()) GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU";
 }
 
 // --dtype / --gemm as the CLI resolves them.
@@ -294,19 +295,19 @@ TEST(CpuOpsTest, ResolveWeightTypeFromFlags) {
   EXPECT_NE(err.find("--gemm"), std::string::npos) << err;
   // auto (the default): the packed kernel wherever it has SIMD tiles, BLAS on scalar-only CPUs.
   struct Restore {
-    ~Restore() { simd::LimitIsa(simd::Isa::kAvx512Bf16); }
+    ~Restore() { LimitIsa(Isa::kAvx512Bf16); }
   } restore;
-  simd::LimitIsa(simd::Isa::kScalar);
+  LimitIsa(Isa::kScalar);
   EXPECT_TRUE(ResolveWeightType("", "auto", &t, &err));
   EXPECT_EQ(t, WeightType::kFloat32Blas);
   EXPECT_TRUE(ResolveWeightType("bfloat16", "", &t, &err));
   EXPECT_EQ(t, WeightType::kBfloat16);
   EXPECT_TRUE(ResolveWeightType("", "packed", &t, &err));
   EXPECT_EQ(t, WeightType::kFloat32);
-  simd::LimitIsa(simd::Isa::kAvx512Bf16);
+  LimitIsa(Isa::kAvx512Bf16);
   EXPECT_TRUE(ResolveWeightType("float32", "", &t, &err));
   EXPECT_EQ(
-      t, simd::HasAvx2Fma() || simd::HasAvx512() ? WeightType::kFloat32 : WeightType::kFloat32Blas);
+      t, UseAvx2() || UseAvx512() ? WeightType::kFloat32 : WeightType::kFloat32Blas);
 }
 
 TEST(CpuOpsTest, Bfloat16RoundsToNearestEven) {
@@ -473,31 +474,31 @@ TEST(CpuOpsTest, LinearBfloat16MatchesRoundedReference) {
 TEST(CpuOpsTest, LinearBfloat16IsBitwiseTheSameOnEveryPath) {
   struct Restore {
     ~Restore() {
-      simd::LimitIsa(simd::Isa::kAvx512Bf16);
+      LimitIsa(Isa::kAvx512Bf16);
       SetBf16Kernel(Bf16Kernel::kAuto);
       SetBf16Gemm(Bf16Gemm::kAuto);
     }
   } restore;
   SetBf16Gemm(Bf16Gemm::kPacked);  // the packed kernel's paths (not oneDNN's)
   struct Path {
-    simd::Isa isa;
+    Isa isa;
     Bf16Kernel kernel;
     const char* name;
   };
-  const Path paths[] = {{simd::Isa::kAvx2, Bf16Kernel::kAuto, "avx2"},
-                        {simd::Isa::kAvx512, Bf16Kernel::kAuto, "avx512"},
-                        {simd::Isa::kAvx512Bf16, Bf16Kernel::kFma, "avx512bf16 fma"},
-                        {simd::Isa::kAvx512Bf16, Bf16Kernel::kDot, "avx512bf16 vdpbf16ps"}};
+  const Path paths[] = {{Isa::kAvx2, Bf16Kernel::kAuto, "avx2"},
+                        {Isa::kAvx512, Bf16Kernel::kAuto, "avx512"},
+                        {Isa::kAvx512Bf16, Bf16Kernel::kFma, "avx512bf16 fma"},
+                        {Isa::kAvx512Bf16, Bf16Kernel::kDot, "avx512bf16 vdpbf16ps"}};
   for (auto [m, k, n] : {std::tuple{1, 9, 37}, std::tuple{7, 384, 100}, std::tuple{150, 63, 48},
                          std::tuple{301, 1024, 33}}) {
     SCOPED_TRACE(testing::Message() << "m=" << m << " k=" << k << " n=" << n);
     auto x = Random(size_t(m * k), 40), w = Random(size_t(n * k), 41), b = Random(size_t(n), 42);
     const PackedWeight packed = PackedWeight::Pack(w.data(), n, k, WeightType::kBfloat16);
     std::vector<float> want(size_t(m * n)), got(size_t(m * n));
-    simd::LimitIsa(simd::Isa::kScalar);
+    LimitIsa(Isa::kScalar);
     Linear(nullptr, x.data(), m, k, packed, b.data(), want.data(), n, LinearEpilogue::kNone);
     for (const Path& path : paths) {
-      simd::LimitIsa(path.isa);
+      LimitIsa(path.isa);
       SetBf16Kernel(path.kernel);
       ThreadPool pool(2);
       Linear(&pool, x.data(), m, k, packed, b.data(), got.data(), n, LinearEpilogue::kNone);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backends/cpu/vec_math.h"
+#include "backends/cpu/cpu_features.h"
 
 namespace orchid {
 namespace {
@@ -53,8 +54,8 @@ ORCHID_AVX512 void BiasGeluAvx512(float* x, const float* bias, size_t n) {
 
 void BiasGelu(float* x, const float* bias, size_t n) {
 #if ORCHID_HAVE_X86_SIMD
-  if (simd::HasAvx512()) return BiasGeluAvx512(x, bias, n);
-  if (simd::HasAvx2Fma()) return BiasGeluAvx2(x, bias, n);
+  if (UseAvx512()) return BiasGeluAvx512(x, bias, n);
+  if (UseAvx2()) return BiasGeluAvx2(x, bias, n);
 #endif
   BiasGeluScalar(x, bias, n);
 }

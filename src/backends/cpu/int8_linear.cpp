@@ -11,6 +11,7 @@
 #include "backends/cpu/gelu.h"
 #include "backends/cpu/onednn.h"
 #include "backends/cpu/vec_math.h"
+#include "backends/cpu/cpu_features.h"
 
 namespace orchid {
 namespace {
@@ -213,7 +214,7 @@ float QuantizeActivationRow(const float* x, int k, const float* mul, int levels,
   float* t = mul ? Scratch(&tmp_buf, size_t(k)) : nullptr;
   float l = 0, h = 0;
 #if ORCHID_HAVE_X86_SIMD
-  const bool avx512 = simd::HasAvx512();
+  const bool avx512 = UseAvx512();
   if (avx512) {
     RangeAvx512(x, k, mul, t, &l, &h);
   } else {
@@ -438,7 +439,7 @@ void Int8Weight::RunPiece(const float* x, int rows, int ldx, const float* bias, 
                            gelu,
                            bias ? bias + c0 : nullptr};
 #if ORCHID_HAVE_X86_SIMD
-      if (simd::HasAvx512()) {
+      if (UseAvx512()) {
         FinishRowAvx512(a, w, scale[r], lo[r], terms, accumulate, out + c0);  // GELU included
         continue;
       }

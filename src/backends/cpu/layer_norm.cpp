@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backends/cpu/vec_math.h"
+#include "backends/cpu/cpu_features.h"
 
 namespace orchid {
 namespace {
@@ -51,7 +52,7 @@ ORCHID_AVX2 void LayerNormRowAvx2(float* x, int dim, const float* gamma, const f
 
 void LayerNormRows(float* x, int rows, int dim, const float* gamma, const float* beta, float eps) {
 #if ORCHID_HAVE_X86_SIMD
-  if (simd::HasAvx2Fma()) {
+  if (UseAvx2()) {
     for (int r = 0; r < rows; ++r) LayerNormRowAvx2(x + size_t(r) * dim, dim, gamma, beta, eps);
     return;
   }

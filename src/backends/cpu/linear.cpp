@@ -5,6 +5,7 @@
 #include "backends/cpu/gelu.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/vec_math.h"
+#include "backends/cpu/cpu_features.h"
 
 namespace orchid {
 namespace {
@@ -96,7 +97,7 @@ bool ResolveWeightType(const std::string& dtype, const std::string& gemm, Weight
   } else if (gemm.empty() || gemm == "auto") {
     // The packed kernel needs AVX2 + FMA or AVX-512 to beat the library; elsewhere (older x86,
     // other architectures) its scalar path is far slower than OpenBLAS's own kernels.
-    if (type == WeightType::kFloat32 && !simd::HasAvx2Fma() && !simd::HasAvx512()) {
+    if (type == WeightType::kFloat32 && !UseAvx2() && !UseAvx512()) {
       type = WeightType::kFloat32Blas;
     }
   } else if (gemm != "packed") {

@@ -4,6 +4,7 @@
 
 #include "backends/cpu/packed_gemm.h"
 #include "backends/cpu/vec_math.h"
+#include "backends/cpu/cpu_features.h"
 
 namespace orchid {
 namespace {
@@ -121,11 +122,11 @@ ORCHID_AVX512 void SoftmaxRowToBf16Avx512(float* x, int n, float scale, uint16_t
 
 void SoftmaxRows(float* x, int rows, int cols, int ld) {
 #if ORCHID_HAVE_X86_SIMD
-  if (simd::HasAvx512()) {
+  if (UseAvx512()) {
     for (int r = 0; r < rows; ++r) SoftmaxRowAvx512(x + size_t(r) * ld, cols);
     return;
   }
-  if (simd::HasAvx2Fma()) {
+  if (UseAvx2()) {
     for (int r = 0; r < rows; ++r) SoftmaxRowAvx2(x + size_t(r) * ld, cols);
     return;
   }
@@ -136,7 +137,7 @@ void SoftmaxRows(float* x, int rows, int cols, int ld) {
 void SoftmaxRowsToBf16(float* x, int rows, int cols, int ld, float scale, uint16_t* out,
                        int ld_out) {
 #if ORCHID_HAVE_X86_SIMD
-  if (simd::HasAvx512()) {
+  if (UseAvx512()) {
     for (int r = 0; r < rows; ++r) {
       SoftmaxRowToBf16Avx512(x + size_t(r) * ld, cols, scale, out + size_t(r) * ld_out);
     }

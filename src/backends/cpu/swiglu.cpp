@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "backends/cpu/vec_math.h"
+#include "backends/cpu/cpu_features.h"
 
 namespace orchid {
 namespace {
@@ -91,7 +92,7 @@ void RunRows(ThreadPool* pool, const float* gate_up, int rows, int dim, float* o
 void SwiGlu(ThreadPool* pool, const float* gate_up, int rows, int dim, float* out) {
   void (*row)(const float*, const float*, int, float*) = SwiGluRowScalar;
 #if ORCHID_HAVE_X86_SIMD
-  if (simd::HasAvx2Fma()) row = SwiGluRowAvx2;
+  if (UseAvx2()) row = SwiGluRowAvx2;
 #endif
   RunRows(pool, gate_up, rows, dim, out, row);
 }
@@ -99,7 +100,7 @@ void SwiGlu(ThreadPool* pool, const float* gate_up, int rows, int dim, float* ou
 void GeluTanhGlu(ThreadPool* pool, const float* gate_up, int rows, int dim, float* out) {
   void (*row)(const float*, const float*, int, float*) = GeluTanhGluRow;
 #if ORCHID_HAVE_X86_SIMD
-  if (simd::HasAvx2Fma()) row = GeluTanhGluRowAvx2;
+  if (UseAvx2()) row = GeluTanhGluRowAvx2;
 #endif
   RunRows(pool, gate_up, rows, dim, out, row);
 }
@@ -107,7 +108,7 @@ void GeluTanhGlu(ThreadPool* pool, const float* gate_up, int rows, int dim, floa
 void GeluGlu(ThreadPool* pool, const float* gate_up, int rows, int dim, float* out) {
   void (*row)(const float*, const float*, int, float*) = GeluGluRow;
 #if ORCHID_HAVE_X86_SIMD
-  if (simd::HasAvx2Fma()) row = GeluGluRowAvx2;
+  if (UseAvx2()) row = GeluGluRowAvx2;
 #endif
   RunRows(pool, gate_up, rows, dim, out, row);
 }

@@ -1,6 +1,6 @@
-// SIMD building blocks for the CPU ops: AVX2+FMA exp and erf on 8 floats, horizontal sums,
-// and the run-time check that selects these paths. The build targets x86-64-v2, so every
-// function here carries its own target attribute and is only called after HasAvx2Fma().
+// SIMD building blocks for the CPU ops: AVX2+FMA exp and erf on 8 floats, horizontal sums. The
+// build may target x86-64-v2, so every function here carries its own target attribute and is
+// only called where the kernels' instruction set allows it (cpu_features.h: KernelIsa).
 #pragma once
 
 #include <cstddef>
@@ -23,19 +23,6 @@
 
 namespace orchid::simd {
 
-enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Bf16 = 3 };
-
-// True when the CPU has AVX2 and FMA (checked once), and LimitIsa allows them.
-bool HasAvx2Fma();
-// True when the CPU has AVX-512 F/DQ/BW/VL (checked once), and LimitIsa allows it.
-bool HasAvx512();
-// True when HasAvx512() and the CPU also has AVX512_BF16 (vdpbf16ps: Cooper Lake, Sapphire
-// Rapids, Zen 4 and later).
-bool HasAvx512Bf16();
-// Caps the instruction sets the ops use (default: no cap, or the environment's
-// ORCHID_MAX_CPU_ISA = scalar | avx2 | avx512 | avx512_bf16, read at start-up). Tests use it to
-// run every code path on one machine; it is not meant to change while ops run.
-void LimitIsa(Isa max);
 
 #if ORCHID_HAVE_X86_SIMD
 
