@@ -10,7 +10,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 CMAKE_LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache,)
 
-.PHONY: deps dev-deps test-deps venv model real-models fixtures build build-serve build-asan build-fuzz serve test unit-test asan-test e2e-test fuzz-test \
+.PHONY: deps dev-deps test-deps venv model real-models fixtures build build-serve build-serve-cuda serve-cuda build-asan build-fuzz serve test unit-test asan-test e2e-test fuzz-test \
   bench bench-tokenizer bench-serving clean
 
 deps:
@@ -49,17 +49,32 @@ fixtures: model venv
 	@.venv/bin/python tests/fixtures/bge_m3/build.py models/fixtures
 	@.venv/bin/python tests/fixtures/conformance/cases.py models/fixtures models/conformance
 
+# The CUDA backend: `make build` / `make test` compile it wherever nvcc is (CI checks that it
+# compiles and links, and its tests skip without a GPU); `make serve` only where a GPU is also
+# visible (nvidia-smi lists one), since a CPU-only server does not use it and it is a third of
+# the build (bench/first-answer.sh); `make serve-cuda` builds it and serves on the GPU.
+HAVE_NVCC := $(if $(shell command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null),ON,OFF)
+HAVE_GPU := $(if $(shell nvidia-smi -L 2>/dev/null | grep GPU),ON,OFF)
+CUDA_SERVE := $(if $(filter ON,$(HAVE_NVCC)),$(HAVE_GPU),OFF)
+
 # A fresh tree is configured without the unit tests (what `make serve` needs); `make build`
 # turns them on, once, in a tree that has them off.
 $(BUILD)/build.ninja:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DORCHID_TESTS=OFF $(CMAKE_LAUNCHER)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DORCHID_TESTS=OFF \
+	  -DORCHID_CUDA=$(CUDA_SERVE) $(CMAKE_LAUNCHER)
 
 build: dev-deps $(BUILD)/build.ninja
-	@grep -q '^ORCHID_TESTS:BOOL=ON' $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -DORCHID_TESTS=ON
+	@grep -q '^ORCHID_TESTS:BOOL=ON' $(BUILD)/CMakeCache.txt && grep -q '^ORCHID_CUDA:BOOL=$(HAVE_NVCC)' $(BUILD)/CMakeCache.txt \
+	  || cmake -S . -B $(BUILD) -DORCHID_TESTS=ON -DORCHID_CUDA=$(HAVE_NVCC)
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Only what serving needs (the orchid binary): no unit tests, benchmarks or tools.
+# Only what serving needs (the orchid binary): no unit tests, benchmarks or tools. A tree that
+# `make build` configured keeps its CUDA backend (already built).
 build-serve: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target orchid
+
+build-serve-cuda: deps $(BUILD)/build.ninja
+	@grep -q '^ORCHID_CUDA:BOOL=ON' $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -DORCHID_CUDA=ON
 	cmake --build $(BUILD) -j $(JOBS) --target orchid
 
 $(BUILD_ASAN)/build.ninja:
@@ -78,6 +93,10 @@ build-fuzz: dev-deps $(BUILD_FUZZ)/build.ninja
 
 serve: build-serve model
 	$(BUILD)/orchid serve --model $(MODEL) --host $(HOST) --port $(PORT)
+
+# The same on the GPU (the CUDA toolkit installed, a GPU visible).
+serve-cuda: build-serve-cuda model
+	$(BUILD)/orchid serve --model $(MODEL) --host $(HOST) --port $(PORT) --device cuda
 
 unit-test: build fixtures
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
