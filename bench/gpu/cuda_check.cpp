@@ -20,7 +20,7 @@
 //     For each suite asked for (latency, sweep, throughput), after the same warm-up and one
 //     profiled pass that is discarded, times N batches (default: 3 for throughput, 20 for
 //     latency below 4096 tokens, else 5; throughput keeps two in flight, as its suite does)
-//     with the backend's OpProfiler (cuda_backend.h) installed, and prints one JSON object per
+//     with the backend's OpProfiler (op_profiler.h) installed, and prints one JSON object per
 //     (suite, len, batch, label), biggest first:
 //       {"impl", "suite": "profile", "of": SUITE, "len", "batch", "iters", "passes" (forward
 //        passes per batch: chunks), "label", "calls" and "ms" (per batch), "share" (of the

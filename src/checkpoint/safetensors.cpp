@@ -1,13 +1,8 @@
 #include "checkpoint/safetensors.h"
 
-#include <fcntl.h>
 #include <simdjson.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <limits>
 
@@ -119,45 +114,17 @@ bool ConvertToF32(DType dtype, const std::byte* src, size_t n, float* dst) {
   }
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  if (map_ != nullptr) munmap(map_, map_size_);
-}
-
 Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
   const std::string pre = ErrPrefix(path);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    std::string msg = pre + "cannot open: " + std::strerror(err);
-    if (err == ENOENT) return Status::NotFound(msg);
-    return Status::IoError(msg);
-  }
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Status::IoError(pre + "cannot stat: " + std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::Corrupt(pre + "not a regular file");
-  }
-  const uint64_t file_size = uint64_t(st.st_size);
+  std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
+  f->path_ = path;
+  ORCHID_ASSIGN_OR_RETURN(f->file_, MappedFile::Open(path, pre));
+  const uint64_t file_size = f->file_.size();
   if (file_size < 8) {
-    ::close(fd);
     return Status::Corrupt(pre + "file is " + std::to_string(file_size) +
                            " bytes, too short for the 8-byte header length");
   }
-  void* map = mmap(nullptr, size_t(file_size), PROT_READ, MAP_PRIVATE, fd, 0);
-  const int map_err = errno;
-  ::close(fd);
-  if (map == MAP_FAILED) return Status::IoError(pre + "mmap failed: " + std::strerror(map_err));
-
-  std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
-  f->path_ = path;
-  f->map_ = map;
-  f->map_size_ = size_t(file_size);
-  const auto* bytes = static_cast<const std::byte*>(map);
+  const std::byte* bytes = f->file_.data();
 
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | uint64_t(bytes[i]);

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "checkpoint/mapped_file.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -69,7 +70,6 @@ class SafetensorsFile {
   static constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 
   static Result<std::unique_ptr<SafetensorsFile>> Open(const std::string& path);
-  ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
@@ -89,9 +89,8 @@ class SafetensorsFile {
   Status Parse(std::string_view header, uint64_t data_size);
 
   std::string path_;
-  void* map_ = nullptr;
-  size_t map_size_ = 0;
-  const std::byte* data_ = nullptr;
+  MappedFile file_;
+  const std::byte* data_ = nullptr;  // the data section, inside file_
   std::vector<TensorInfo> tensors_;
   std::unordered_map<std::string, size_t> index_;
 };

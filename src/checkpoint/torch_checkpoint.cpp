@@ -1,11 +1,5 @@
 #include "checkpoint/torch_checkpoint.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +8,8 @@
 #include <map>
 #include <unordered_set>
 #include <utility>
+
+#include "checkpoint/stored_zip.h"
 
 namespace orchid {
 namespace {
@@ -25,120 +21,6 @@ constexpr const char* kConvertHint =
     "; convert it to safetensors with `python -c \"import torch, safetensors.torch as st; "
     "st.save_file(torch.load('FILE', weights_only=True), 'FILE.safetensors')\"` (README, "
     "\"PyTorch .pt / .bin weights\")";
-
-uint64_t Le(const std::byte* p, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; --i) v = (v << 8) | uint64_t(p[i]);
-  return v;
-}
-
-// ---- zip ----------------------------------------------------------------------------------
-
-struct ZipEntry {
-  uint64_t offset = 0;  // of the entry's data, from the start of the archive
-  uint64_t size = 0;
-};
-
-class Zip {
- public:
-  Zip(const std::byte* data, size_t size, std::string pre)
-      : data_(data), size_(size), pre_(std::move(pre)) {}
-
-  Status Read(std::map<std::string, ZipEntry>* entries) {
-    if (size_ < 22) return Corrupt("too short to be a zip archive");
-    // The end-of-central-directory record: within the last 64 KiB + 22 bytes.
-    size_t eocd = std::numeric_limits<size_t>::max();
-    const size_t lowest = size_ > 65557 ? size_ - 65557 : 0;
-    for (size_t p = size_ - 22 + 1; p-- > lowest;) {
-      if (Le(data_ + p, 4) == 0x06054b50u) {
-        eocd = p;
-        break;
-      }
-    }
-    if (eocd == std::numeric_limits<size_t>::max()) {
-      return Corrupt("no zip end-of-central-directory record");
-    }
-    uint64_t count = Le(data_ + eocd + 10, 2);
-    uint64_t cd_size = Le(data_ + eocd + 12, 4);
-    uint64_t cd_offset = Le(data_ + eocd + 16, 4);
-    if (count == 0xffff || cd_size == 0xffffffffu || cd_offset == 0xffffffffu) {
-      // Zip64: the locator sits right before the record.
-      if (eocd < 20 || Le(data_ + eocd - 20, 4) != 0x07064b50u) {
-        return Corrupt("zip64 archive without its end-of-central-directory locator");
-      }
-      const uint64_t rec = Le(data_ + eocd - 20 + 8, 8);
-      if (rec > size_ || size_ - rec < 56 || Le(data_ + rec, 4) != 0x06064b50u) {
-        return Corrupt("bad zip64 end-of-central-directory record");
-      }
-      count = Le(data_ + rec + 32, 8);
-      cd_size = Le(data_ + rec + 40, 8);
-      cd_offset = Le(data_ + rec + 48, 8);
-    }
-    if (cd_offset > size_ || cd_size > size_ - cd_offset) {
-      return Corrupt("the zip central directory lies outside the file");
-    }
-    if (count > TorchCheckpointFile::kMaxEntries) {
-      return Corrupt("the zip archive lists " + std::to_string(count) + " entries, over " +
-                     std::to_string(TorchCheckpointFile::kMaxEntries));
-    }
-    uint64_t p = cd_offset;
-    const uint64_t end = cd_offset + cd_size;
-    for (uint64_t i = 0; i < count; ++i) {
-      if (end - p < 46 || Le(data_ + p, 4) != 0x02014b50u) {
-        return Corrupt("zip central directory entry " + std::to_string(i) + " is malformed");
-      }
-      const std::byte* h = data_ + p;
-      const uint64_t flags = Le(h + 8, 2), method = Le(h + 10, 2);
-      uint64_t comp = Le(h + 20, 4), uncomp = Le(h + 24, 4), local = Le(h + 42, 4);
-      const uint64_t name_len = Le(h + 28, 2), extra_len = Le(h + 30, 2),
-                     comment_len = Le(h + 32, 2);
-      if (end - p - 46 < name_len + extra_len + comment_len) {
-        return Corrupt("zip central directory entry " + std::to_string(i) + " is truncated");
-      }
-      std::string name(reinterpret_cast<const char*>(h + 46), size_t(name_len));
-      // Zip64 sizes and offset, in that order, for the fields that say 0xffffffff.
-      const std::byte* x = h + 46 + name_len;
-      for (uint64_t q = 0; q + 4 <= extra_len;) {
-        const uint64_t id = Le(x + q, 2), len = Le(x + q + 2, 2);
-        if (q + 4 + len > extra_len) return Corrupt("zip entry \"" + name + "\": bad extra field");
-        if (id == 1) {
-          uint64_t r = q + 4;
-          for (uint64_t* field : {&uncomp, &comp, &local}) {
-            if (*field != 0xffffffffu) continue;
-            if (r + 8 > q + 4 + len)
-              return Corrupt("zip entry \"" + name + "\": short zip64 field");
-            *field = Le(x + r, 8);
-            r += 8;
-          }
-        }
-        q += 4 + len;
-      }
-      if ((flags & 1) != 0) return Corrupt("zip entry \"" + name + "\" is encrypted");
-      if (method != 0 || comp != uncomp) {
-        return Corrupt("zip entry \"" + name + "\" is compressed (method " +
-                       std::to_string(method) + "); torch.save stores its entries uncompressed");
-      }
-      if (local > size_ || size_ - local < 30 || Le(data_ + local, 4) != 0x04034b50u) {
-        return Corrupt("zip entry \"" + name + "\": its local header is outside the file");
-      }
-      const uint64_t data = local + 30 + Le(data_ + local + 26, 2) + Le(data_ + local + 28, 2);
-      if (data > size_ || uncomp > size_ - data) {
-        return Corrupt("zip entry \"" + name + "\" runs past the end of the file (truncated?)");
-      }
-      if (!entries->emplace(name, ZipEntry{data, uncomp}).second) {
-        return Corrupt("zip entry \"" + name + "\" appears twice");
-      }
-      p += 46 + name_len + extra_len + comment_len;
-    }
-    return Status::Ok();
-  }
-
- private:
-  Status Corrupt(const std::string& m) const { return Status::Corrupt(pre_ + m); }
-  const std::byte* data_;
-  size_t size_;
-  std::string pre_;
-};
 
 // ---- pickle -------------------------------------------------------------------------------
 
@@ -507,7 +389,7 @@ class Unpickler {
   }
   Status Arg(int n, uint64_t* v) {
     if (end_ - p_ < n) return Corrupt("truncated");
-    *v = Le(p_, n);
+    *v = ReadLe(p_, n);
     p_ += n;
     return Status::Ok();
   }
@@ -676,11 +558,12 @@ Status ParseTorchCheckpoint(const std::byte* data, size_t size, const std::strin
                            "not read" +
                            kConvertHint);
   }
-  if (size < 4 || Le(data, 4) != 0x04034b50u) {
+  if (size < 4 || ReadLe(data, 4) != 0x04034b50u) {
     return Status::Corrupt(pre + "not a zip archive (torch.save's format)");
   }
   std::map<std::string, ZipEntry> entries;
-  ORCHID_RETURN_IF_ERROR(Zip(data, size, pre).Read(&entries));
+  ORCHID_RETURN_IF_ERROR(
+      ReadStoredZip(data, size, pre, TorchCheckpointFile::kMaxEntries, &entries));
   // The archive's one folder: PREFIX/data.pkl.
   std::string prefix;
   for (const auto& [name, e] : entries) {
@@ -733,37 +616,12 @@ Status ParseTorchCheckpoint(const std::byte* data, size_t size, const std::strin
   return Status::Ok();
 }
 
-TorchCheckpointFile::~TorchCheckpointFile() {
-  if (map_ != nullptr) munmap(map_, map_size_);
-}
-
 Result<std::unique_ptr<TorchCheckpointFile>> TorchCheckpointFile::Open(const std::string& path) {
-  const std::string pre = ErrPrefix(path);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    std::string msg = pre + "cannot open: " + std::strerror(err);
-    return err == ENOENT ? Status::NotFound(msg) : Status::IoError(msg);
-  }
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::IoError(pre + "not a readable regular file");
-  }
   std::unique_ptr<TorchCheckpointFile> f(new TorchCheckpointFile());
   f->path_ = path;
-  if (st.st_size > 0) {
-    void* map = mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-    const int map_err = errno;
-    ::close(fd);
-    if (map == MAP_FAILED) return Status::IoError(pre + "mmap failed: " + std::strerror(map_err));
-    f->map_ = map;
-    f->map_size_ = size_t(st.st_size);
-    f->base_ = static_cast<const std::byte*>(map);
-  } else {
-    ::close(fd);
-  }
-  ORCHID_RETURN_IF_ERROR(ParseTorchCheckpoint(f->base_, f->map_size_, path, &f->tensors_));
+  ORCHID_ASSIGN_OR_RETURN(f->file_, MappedFile::Open(path, ErrPrefix(path)));
+  f->base_ = f->file_.data();
+  ORCHID_RETURN_IF_ERROR(ParseTorchCheckpoint(f->base_, f->file_.size(), path, &f->tensors_));
   for (size_t i = 0; i < f->tensors_.size(); ++i) f->index_.emplace(f->tensors_[i].name, i);
   return f;
 }

@@ -4,9 +4,10 @@
 // torch.save (since PyTorch 1.6) writes a zip archive whose entries are stored uncompressed:
 // PREFIX/data.pkl, a pickle of the object in which each tensor's storage is a persistent id
 // ('storage', torch.FloatStorage, key, location, numel), and PREFIX/data/KEY, the storage's raw
-// little-endian bytes. Open() maps the file, reads the zip's central directory (every entry must
-// be stored, not compressed, and lie inside the file), then interprets data.pkl with a small
-// pickle machine that knows only the opcodes torch.save emits and only these globals:
+// little-endian bytes. Open() maps the file (mapped_file.h), reads the zip's central directory
+// (stored_zip.h: every entry must be stored, not compressed, and lie inside the file), then
+// interprets data.pkl with a small pickle machine that knows only the opcodes torch.save emits
+// and only these globals:
 //
 //   collections.OrderedDict, torch._utils._rebuild_tensor_v2, torch._utils._rebuild_parameter,
 //   torch.{Float,Half,BFloat16,Double,Long,Int,Short,Char,Byte,Bool}Storage
@@ -27,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "checkpoint/mapped_file.h"
 #include "checkpoint/safetensors.h"
 #include "core/status.h"
 #include "core/tensor.h"
@@ -40,7 +42,6 @@ class TorchCheckpointFile {
   static constexpr size_t kMaxEntries = 1u << 20;
 
   static Result<std::unique_ptr<TorchCheckpointFile>> Open(const std::string& path);
-  ~TorchCheckpointFile();
   TorchCheckpointFile(const TorchCheckpointFile&) = delete;
   TorchCheckpointFile& operator=(const TorchCheckpointFile&) = delete;
 
@@ -58,9 +59,8 @@ class TorchCheckpointFile {
   TorchCheckpointFile() = default;
 
   std::string path_;
-  void* map_ = nullptr;
-  size_t map_size_ = 0;
-  const std::byte* base_ = nullptr;
+  MappedFile file_;
+  const std::byte* base_ = nullptr;  // file_.data()
   std::vector<TensorInfo> tensors_;
   std::unordered_map<std::string, size_t> index_;
 };

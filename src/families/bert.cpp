@@ -18,6 +18,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/weight_reader.h"
+#include "families/classifier_head.h"
 #include "families/embedding_head.h"
 #include "families/family_loaders.h"
 
@@ -48,16 +49,16 @@ class Bert final : public Family {
   HeadKind head_ = HeadKind::kNone;
   ops::EmbedOp embed_;
   std::vector<Layer> layers_;
-  ops::LinearWeight head_dense_, head_out_;
   // SPLADE: the masked-LM head (transform dense + GELU + LayerNorm, decoder over the vocabulary).
+  ops::LinearWeight mlm_dense_, mlm_decoder_;
   ops::NormWeight mlm_norm_;
   int splade_log1p_ = 0;
+  ClassifierHead classifier_head_;
   EmbeddingHead embedding_;
-  ops::Activation head_activation_ = ops::Activation::kTanh;
   ops::AttentionOptions attention_;
   Buffer qkv_;
   Activations all_, pooled_;
-  Buffer pooled_vec_, head_hidden_, mlm_;
+  Buffer mlm_;
 };
 
 // Where each variant keeps its tensors (relative to the checkpoint's prefix).
@@ -180,10 +181,10 @@ Status Bert::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b
     ORCHID_ASSIGN_OR_RETURN(l.out_norm, b.AddNorm(ops::NormKind::kLayerNorm, g, &beta, eps));
   }
 
-  // Cross-encoder heads on the first token, at full precision: dense [H, H] + tanh (ReLU for
-  // DistilBERT), then [num_labels, H].
+  // Cross-encoder heads on the first token: dense [H, H] + tanh (ReLU for DistilBERT), then
+  // [num_labels, H].
   const int64_t L = c_.num_labels;
-  const ops::LinearOptions full{.full_precision = true};
+  ClassifierHeadLayout classifier;
   if (head_ == HeadKind::kSpladeMlm) {
     // The masked-LM head: transform (dense + GELU + LayerNorm), then the decoder over the
     // vocabulary, tied to the word embeddings unless the checkpoint has its own.
@@ -199,7 +200,7 @@ Status Bert::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b
     Tensor w, wb, dec, db;
     ORCHID_ASSIGN_OR_RETURN(w, r.ReadUnprefixed(transform + ".weight", {H, H}));
     ORCHID_ASSIGN_OR_RETURN(wb, r.ReadUnprefixed(transform + ".bias", {H}));
-    ORCHID_ASSIGN_OR_RETURN(head_dense_, b.AddLinear(w, &wb));
+    ORCHID_ASSIGN_OR_RETURN(mlm_dense_, b.AddLinear(w, &wb));
     Tensor g2, beta2;
     ORCHID_RETURN_IF_ERROR(r.ReadNormUnprefixed(norm, H, &g2, &beta2));
     ORCHID_ASSIGN_OR_RETURN(mlm_norm_, b.AddNorm(ops::NormKind::kLayerNorm, g2, &beta2, eps));
@@ -209,39 +210,22 @@ Status Bert::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b
       ORCHID_ASSIGN_OR_RETURN(dec, r.Read(anchor, {V, H}));
     }
     ORCHID_ASSIGN_OR_RETURN(db, r.ReadUnprefixed(bias_name, {V}));
-    ORCHID_ASSIGN_OR_RETURN(head_out_, b.AddLinear(dec, &db));
+    ORCHID_ASSIGN_OR_RETURN(mlm_decoder_, b.AddLinear(dec, &db));
     splade_log1p_ = spec.splade_log1p;
   } else if (head_ != HeadKind::kNone) {
-    const char *dense = nullptr, *out = nullptr;
-    bool prefixed = false;  // BERT's pooler sits under the model's prefix
     switch (head_) {
-      case HeadKind::kBertPooler:
-        dense = "pooler.dense", out = "classifier", prefixed = true;
+      case HeadKind::kBertPooler:  // BERT's pooler sits under the model's prefix
+        classifier.dense = "pooler.dense", classifier.dense_under_prefix = true;
         break;
       case HeadKind::kRobertaClassifier:
-        dense = "classifier.dense", out = "classifier.out_proj";
+        classifier.dense = "classifier.dense", classifier.out = "classifier.out_proj";
         break;
       case HeadKind::kDistilBertClassifier:
-        dense = "pre_classifier", out = "classifier";
+        classifier.dense = "pre_classifier", classifier.activation = ops::Activation::kRelu;
         break;
       default:
         return Status::Internal("the BERT family has no head of this kind");
     }
-    head_activation_ =
-        head_ == HeadKind::kDistilBertClassifier ? ops::Activation::kRelu : ops::Activation::kTanh;
-    const std::string d = dense, o = out;
-    Tensor w, wo, wb, ob;
-    if (prefixed) {
-      ORCHID_ASSIGN_OR_RETURN(w, r.Read(d + ".weight", {H, H}));
-      ORCHID_ASSIGN_OR_RETURN(wb, r.Read(d + ".bias", {H}));
-    } else {
-      ORCHID_ASSIGN_OR_RETURN(w, r.ReadUnprefixed(d + ".weight", {H, H}));
-      ORCHID_ASSIGN_OR_RETURN(wb, r.ReadUnprefixed(d + ".bias", {H}));
-    }
-    ORCHID_ASSIGN_OR_RETURN(wo, r.ReadUnprefixed(o + ".weight", {L, H}));
-    ORCHID_ASSIGN_OR_RETURN(ob, r.ReadUnprefixed(o + ".bias", {L}));
-    ORCHID_ASSIGN_OR_RETURN(head_dense_, b.AddLinear(w, &wb, full));
-    ORCHID_ASSIGN_OR_RETURN(head_out_, b.AddLinear(wo, &ob, full));
   }
 
   qkv_ = b.AddBuffer("qkv", Rows::kTokens, int(3 * H));
@@ -260,9 +244,8 @@ Status Bert::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b
     mlm_ = b.AddBuffer("mlm", Rows::kTokens, int(H));
     output_ = b.AddBuffer("terms", Rows::kSequences, c_.vocab_size, Precision::kAccumulator);
   } else {
-    pooled_vec_ = b.AddBuffer("pooled", Rows::kSequences, int(H), Precision::kAccumulator);
-    head_hidden_ = b.AddBuffer("head", Rows::kSequences, int(H), Precision::kAccumulator);
-    output_ = b.AddBuffer("logits", Rows::kSequences, int(L), Precision::kAccumulator);
+    ORCHID_RETURN_IF_ERROR(classifier_head_.Load(classifier, r, H, L, b));
+    output_ = classifier_head_.output();
   }
   return Status::Ok();
 }
@@ -285,18 +268,15 @@ Status Bert::Forward(ops::Backend& b) const {
   if (head_ == HeadKind::kSpladeMlm) {
     // SPLADE: max over the tokens of the MLM logits, then log1p(relu) (monotonic: the same as
     // the max of log1p(relu) of every logit, without a [tokens, vocabulary] buffer).
-    ORCHID_RETURN_IF_ERROR(b.Linear(a->x, head_dense_, mlm_, Epilogue::kGelu));
+    ORCHID_RETURN_IF_ERROR(b.Linear(a->x, mlm_dense_, mlm_, Epilogue::kGelu));
     ORCHID_RETURN_IF_ERROR(b.Norm(mlm_, mlm_norm_, mlm_));
-    ORCHID_RETURN_IF_ERROR(b.VocabMaxPool(mlm_, head_out_, output_));
+    ORCHID_RETURN_IF_ERROR(b.VocabMaxPool(mlm_, mlm_decoder_, output_));
     for (int i = 0; i < splade_log1p_; ++i) {
       ORCHID_RETURN_IF_ERROR(b.Activate(output_, ops::Activation::kLog1pRelu));
     }
     return Status::Ok();
   }
-  ORCHID_RETURN_IF_ERROR(b.Pool(a->x, pooled_vec_, false));
-  ORCHID_RETURN_IF_ERROR(b.Linear(pooled_vec_, head_dense_, head_hidden_));
-  ORCHID_RETURN_IF_ERROR(b.Activate(head_hidden_, head_activation_));
-  return b.Linear(head_hidden_, head_out_, output_);
+  return classifier_head_.Forward(b, a->x);
 }
 
 }  // namespace

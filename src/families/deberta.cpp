@@ -16,6 +16,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/weight_reader.h"
+#include "families/classifier_head.h"
 #include "families/embedding_head.h"
 #include "families/family_loaders.h"
 
@@ -24,7 +25,6 @@ namespace {
 
 using ops::Buffer;
 using ops::Epilogue;
-using ops::Precision;
 using ops::Rows;
 
 // LayerNorm of every row of x [rows, n], in place, accumulated in double.
@@ -85,11 +85,10 @@ class Deberta final : public Family {
   bool classifier_ = false;
   ops::EmbedOp embed_;
   std::vector<Layer> layers_;
-  ops::LinearWeight head_dense_, head_out_;
+  ClassifierHead classifier_head_;
   EmbeddingHead embedding_;
   Buffer qkv_;
   Activations all_, pooled_;
-  Buffer pooled_vec_, head_hidden_;
 };
 
 Status Deberta::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b) {
@@ -185,20 +184,6 @@ Status Deberta::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend
     ORCHID_ASSIGN_OR_RETURN(l.out_norm, norm(p + "output.LayerNorm"));
   }
 
-  if (classifier_) {
-    // ContextPooler (dense + GELU on the first token) and the classifier, outside the prefix,
-    // at full precision.
-    const int64_t L = c_.num_labels;
-    const ops::LinearOptions full{.full_precision = true};
-    Tensor w, wb, wo, ob;
-    ORCHID_ASSIGN_OR_RETURN(w, r.ReadUnprefixed("pooler.dense.weight", {H, H}));
-    ORCHID_ASSIGN_OR_RETURN(wb, r.ReadUnprefixed("pooler.dense.bias", {H}));
-    ORCHID_ASSIGN_OR_RETURN(wo, r.ReadUnprefixed("classifier.weight", {L, H}));
-    ORCHID_ASSIGN_OR_RETURN(ob, r.ReadUnprefixed("classifier.bias", {L}));
-    ORCHID_ASSIGN_OR_RETURN(head_dense_, b.AddLinear(w, &wb, full));
-    ORCHID_ASSIGN_OR_RETURN(head_out_, b.AddLinear(wo, &ob, full));
-  }
-
   qkv_ = b.AddBuffer("qkv", Rows::kTokens, int(3 * H));
   for (Rows rows : {Rows::kTokens, Rows::kPooled}) {
     Activations& a = rows == Rows::kTokens ? all_ : pooled_;
@@ -208,9 +193,11 @@ Status Deberta::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend
   }
   hidden_ = all_.x;
   if (classifier_) {
-    pooled_vec_ = b.AddBuffer("pooled", Rows::kSequences, int(H), Precision::kAccumulator);
-    head_hidden_ = b.AddBuffer("head", Rows::kSequences, int(H), Precision::kAccumulator);
-    output_ = b.AddBuffer("logits", Rows::kSequences, c_.num_labels, Precision::kAccumulator);
+    // ContextPooler (dense + GELU on the first token) and the classifier, outside the prefix.
+    ClassifierHeadLayout head;
+    head.activation = ops::Activation::kGelu;
+    ORCHID_RETURN_IF_ERROR(classifier_head_.Load(head, r, H, c_.num_labels, b));
+    output_ = classifier_head_.output();
   } else {
     ORCHID_RETURN_IF_ERROR(embedding_.Load(spec, b));
     output_ = embedding_.output();
@@ -233,11 +220,7 @@ Status Deberta::Forward(ops::Backend& b) const {
     ORCHID_RETURN_IF_ERROR(b.Linear(a->ffn, l.out, a->x, Epilogue::kResidualAdd));
     ORCHID_RETURN_IF_ERROR(b.Norm(a->x, l.out_norm, a->x));
   }
-  if (!classifier_) return embedding_.Forward(b, a->x);
-  ORCHID_RETURN_IF_ERROR(b.Pool(a->x, pooled_vec_, false));
-  ORCHID_RETURN_IF_ERROR(b.Linear(pooled_vec_, head_dense_, head_hidden_));
-  ORCHID_RETURN_IF_ERROR(b.Activate(head_hidden_, ops::Activation::kGelu));
-  return b.Linear(head_hidden_, head_out_, output_);
+  return classifier_ ? classifier_head_.Forward(b, a->x) : embedding_.Forward(b, a->x);
 }
 
 }  // namespace

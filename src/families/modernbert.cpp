@@ -16,6 +16,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/weight_reader.h"
+#include "families/classifier_head.h"
 #include "families/embedding_head.h"
 #include "families/family_loaders.h"
 
@@ -46,14 +47,13 @@ class ModernBert final : public Family {
   bool classifier_ = false;
   ops::EmbedOp embed_;
   std::vector<Layer> layers_;
-  ops::NormWeight final_norm_, head_norm_;
-  ops::LinearWeight head_dense_, head_out_;
+  ops::NormWeight final_norm_;
+  ClassifierHead classifier_head_;
   EmbeddingHead embedding_;
   ops::AttentionOptions attention_;
   ops::RopeOptions rope_;
   Buffer qkv_;
   Activations all_, pooled_;
-  Buffer pooled_vec_, head_hidden_;
 };
 
 Status ModernBert::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b) {
@@ -65,15 +65,12 @@ Status ModernBert::Load(const ModelSpec& spec, const Checkpoint& file, ops::Back
   const std::string anchor = "embeddings.tok_embeddings.weight";
   ORCHID_ASSIGN_OR_RETURN(const WeightReader r, FamilyWeights(file, anchor, "ModernBERT"));
   const int64_t H = c_.hidden_size, I = c_.intermediate_size;
-  // A LayerNorm [H] (its bias zeros without norm_bias); `unprefixed` for the classifier's head.
-  auto norm = [&](const std::string& base, bool unprefixed = false) -> Result<ops::NormWeight> {
+  // A LayerNorm [H] (its bias zeros without norm_bias).
+  auto norm = [&](const std::string& base) -> Result<ops::NormWeight> {
     Tensor g, beta;
-    auto read = [&](const std::string& n, std::vector<int64_t> shape) {
-      return unprefixed ? r.ReadUnprefixed(n, shape) : r.Read(n, shape);
-    };
-    ORCHID_ASSIGN_OR_RETURN(g, read(base + ".weight", {H}));
+    ORCHID_ASSIGN_OR_RETURN(g, r.Read(base + ".weight", {H}));
     if (c_.norm_bias) {
-      ORCHID_ASSIGN_OR_RETURN(beta, read(base + ".bias", {H}));
+      ORCHID_ASSIGN_OR_RETURN(beta, r.Read(base + ".bias", {H}));
     } else {
       beta = Tensor({H});  // zeros: the op contract's LayerNorm always has a bias
     }
@@ -110,23 +107,6 @@ Status ModernBert::Load(const ModelSpec& spec, const Checkpoint& file, ops::Back
   }
   ORCHID_ASSIGN_OR_RETURN(final_norm_, norm("final_norm"));
 
-  if (classifier_) {
-    // ModernBertPredictionHead (dense, GELU, LayerNorm) and the classifier, at full precision.
-    const int64_t L = c_.num_labels;
-    const ops::LinearOptions full{.full_precision = true};
-    Tensor w, bias, wo, bo;
-    ORCHID_ASSIGN_OR_RETURN(w, r.ReadUnprefixed("head.dense.weight", {H, H}));
-    if (c_.classifier_bias) {
-      ORCHID_ASSIGN_OR_RETURN(bias, r.ReadUnprefixed("head.dense.bias", {H}));
-    }
-    ORCHID_ASSIGN_OR_RETURN(head_dense_,
-                            b.AddLinear(w, c_.classifier_bias ? &bias : nullptr, full));
-    ORCHID_ASSIGN_OR_RETURN(head_norm_, norm("head.norm", /*unprefixed=*/true));
-    ORCHID_ASSIGN_OR_RETURN(wo, r.ReadUnprefixed("classifier.weight", {L, H}));
-    ORCHID_ASSIGN_OR_RETURN(bo, r.ReadUnprefixed("classifier.bias", {L}));
-    ORCHID_ASSIGN_OR_RETURN(head_out_, b.AddLinear(wo, &bo, full));
-  }
-
   const int heads = c_.num_attention_heads;
   attention_ = {heads, heads, c_.head_dim(), false};
   rope_.num_heads = rope_.num_kv_heads = heads;
@@ -142,9 +122,16 @@ Status ModernBert::Load(const ModelSpec& spec, const Checkpoint& file, ops::Back
   }
   hidden_ = all_.x;  // after the final norm
   if (classifier_) {
-    pooled_vec_ = b.AddBuffer("pooled", Rows::kSequences, int(H), Precision::kAccumulator);
-    head_hidden_ = b.AddBuffer("head", Rows::kSequences, int(H), Precision::kAccumulator);
-    output_ = b.AddBuffer("logits", Rows::kSequences, c_.num_labels, Precision::kAccumulator);
+    // ModernBertPredictionHead (dense, GELU, LayerNorm) and the classifier.
+    ClassifierHeadLayout head;
+    head.dense = "head.dense";
+    head.dense_bias = c_.classifier_bias;
+    head.activation = ops::Activation::kGelu;
+    head.norm = "head.norm";
+    head.norm_eps = c_.norm_eps;
+    head.norm_bias = c_.norm_bias;
+    ORCHID_RETURN_IF_ERROR(classifier_head_.Load(head, r, H, c_.num_labels, b));
+    output_ = classifier_head_.output();
   } else {
     ORCHID_RETURN_IF_ERROR(embedding_.Load(spec, b));
     output_ = embedding_.output();
@@ -178,12 +165,7 @@ Status ModernBert::Forward(ops::Backend& b) const {
     ORCHID_RETURN_IF_ERROR(b.Linear(a->act, l.wo, a->residual, Epilogue::kResidualAdd));
   }
   ORCHID_RETURN_IF_ERROR(b.Norm(a->residual, final_norm_, a->x));
-  if (!classifier_) return embedding_.Forward(b, a->x);
-  ORCHID_RETURN_IF_ERROR(b.Pool(a->x, pooled_vec_, false));
-  ORCHID_RETURN_IF_ERROR(b.Linear(pooled_vec_, head_dense_, head_hidden_));
-  ORCHID_RETURN_IF_ERROR(b.Activate(head_hidden_, ops::Activation::kGelu));
-  ORCHID_RETURN_IF_ERROR(b.Norm(head_hidden_, head_norm_, head_hidden_));
-  return b.Linear(head_hidden_, head_out_, output_);
+  return classifier_ ? classifier_head_.Forward(b, a->x) : embedding_.Forward(b, a->x);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/weight_reader.h"
+#include "families/classifier_head.h"
 #include "families/embedding_head.h"
 #include "families/family_loaders.h"
 #include "families/lora_weights.h"
@@ -33,7 +34,6 @@ namespace {
 
 using ops::Buffer;
 using ops::Epilogue;
-using ops::Precision;
 using ops::Rows;
 using Variant = RopeEncoderConfig::Variant;
 
@@ -83,14 +83,13 @@ class RopeEncoder final : public Family {
   ops::LoraWeight lora_word_, lora_type_;
   ops::NormWeight embed_norm_;
   std::vector<Layer> layers_;
-  ops::LinearWeight head_dense_, head_out_;
+  ClassifierHead classifier_head_;
   EmbeddingHead embedding_;
   ops::AttentionOptions attention_;
   ops::RopeOptions rope_;
   ops::Gate gate_ = ops::Gate::kSilu;
   Buffer qkv_;
   Activations all_, pooled_;
-  Buffer pooled_vec_, head_hidden_;
 };
 
 Status RopeEncoder::Load(const ModelSpec& spec, const Checkpoint& file, ops::Backend& b) {
@@ -218,19 +217,6 @@ Status RopeEncoder::Load(const ModelSpec& spec, const Checkpoint& file, ops::Bac
     }
   }
 
-  if (classifier_) {
-    // BERT's pooler (under the model's prefix) and the classifier, at full precision.
-    const int64_t L = c_.num_labels;
-    const ops::LinearOptions full{.full_precision = true};
-    Tensor w, wb, wo, ob;
-    ORCHID_ASSIGN_OR_RETURN(w, r.Read("pooler.dense.weight", {H, H}));
-    ORCHID_ASSIGN_OR_RETURN(wb, r.Read("pooler.dense.bias", {H}));
-    ORCHID_ASSIGN_OR_RETURN(wo, r.ReadUnprefixed("classifier.weight", {L, H}));
-    ORCHID_ASSIGN_OR_RETURN(ob, r.ReadUnprefixed("classifier.bias", {L}));
-    ORCHID_ASSIGN_OR_RETURN(head_dense_, b.AddLinear(w, &wb, full));
-    ORCHID_ASSIGN_OR_RETURN(head_out_, b.AddLinear(wo, &ob, full));
-  }
-
   const int heads = c_.num_attention_heads;
   attention_ = {heads, heads, c_.head_dim(), false};
   rope_.num_heads = rope_.num_kv_heads = heads;
@@ -252,9 +238,11 @@ Status RopeEncoder::Load(const ModelSpec& spec, const Checkpoint& file, ops::Bac
   }
   hidden_ = all_.x;
   if (classifier_) {
-    pooled_vec_ = b.AddBuffer("pooled", Rows::kSequences, int(H), Precision::kAccumulator);
-    head_hidden_ = b.AddBuffer("head", Rows::kSequences, int(H), Precision::kAccumulator);
-    output_ = b.AddBuffer("logits", Rows::kSequences, c_.num_labels, Precision::kAccumulator);
+    // BERT's pooler (under the model's prefix) and the classifier.
+    ClassifierHeadLayout head;
+    head.dense_under_prefix = true;
+    ORCHID_RETURN_IF_ERROR(classifier_head_.Load(head, r, H, c_.num_labels, b));
+    output_ = classifier_head_.output();
   } else {
     ORCHID_RETURN_IF_ERROR(embedding_.Load(spec, b));
     output_ = embedding_.output();
@@ -298,11 +286,7 @@ Status RopeEncoder::Forward(ops::Backend& b) const {
     if (l.lora_down.valid()) ORCHID_RETURN_IF_ERROR(b.LoraAdd(a->act, l.lora_down, a->x));
     ORCHID_RETURN_IF_ERROR(b.Norm(a->x, l.mlp_norm, a->x));
   }
-  if (!classifier_) return embedding_.Forward(b, a->x);
-  ORCHID_RETURN_IF_ERROR(b.Pool(a->x, pooled_vec_, false));
-  ORCHID_RETURN_IF_ERROR(b.Linear(pooled_vec_, head_dense_, head_hidden_));
-  ORCHID_RETURN_IF_ERROR(b.Activate(head_hidden_, ops::Activation::kTanh));
-  return b.Linear(head_hidden_, head_out_, output_);
+  return classifier_ ? classifier_head_.Forward(b, a->x) : embedding_.Forward(b, a->x);
 }
 
 }  // namespace

@@ -22,6 +22,10 @@
 // answered (and as the gateway's own tokenizer, when its fingerprint is given); others are
 // kept out and logged.
 //
+// The parts, one file each: replica_set.h (the replicas, their load, DNS resolution),
+// replica_health.h (the health thread, the model check), chunked_job.h (a request split into
+// chunks and put back together), chunk_dispatcher.h (picking a replica, retries).
+//
 // Thread safety: Embed() from any thread; callbacks run on gRPC's threads.
 #pragma once
 

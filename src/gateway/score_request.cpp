@@ -164,37 +164,61 @@ std::vector<size_t> Ranked(const std::vector<float>& scores) {
 
 }  // namespace
 
-std::optional<ApiError> ParseTeiRerankRequest(std::string_view body, ScoreRequest* out) {
-  *out = ScoreRequest{};
-  out->documents_field = "texts";
-  element doc;
-  if (auto err = ParseDocument(body, &doc)) return err;
-  bool has_query = false, has_texts = false;
-  for (simdjson::dom::key_value_pair field : simdjson::dom::object(doc)) {
-    const std::string_view key = field.key;
-    std::optional<ApiError> err;
-    if (key == "query") {
-      out->queries.assign(1, {});
-      if ((err = ParseNonEmptyString(field.value, "query", &out->queries[0]))) return err;
-      has_query = true;
-    } else if (key == "texts") {
-      if ((err = ParseTexts(field.value, "texts", false, &out->documents))) return err;
-      has_texts = true;
-    } else if (key == "return_text") {
-      if ((err = ParseBool(field.value, "return_text", &out->return_text))) return err;
-    } else if (ParseChunkField(key, field.value, out, &err) ||
-               ParseCommonField(key, field.value, out, &err)) {
-      if (err) return err;
-    }
+namespace {
+
+// What sets the rerank routes' bodies apart; the rest (query, the common and long-document
+// fields) they share.
+struct RerankDialect {
+  const char* documents;    // the documents' field, and how errors name a document
+  bool document_objects;    // documents may also be {"text": string} objects
+  const char* return_text;  // the field that asks for each document's text in the reply
+  bool truncate_default;    // an unset `truncate` cuts long documents (Cohere, Jina)
+  bool top_n;               // takes top_n (only the best N results)
+  bool cohere_v2;           // takes max_tokens_per_doc and relevant_spans
+};
+
+constexpr RerankDialect kTeiRerank{"texts", false, "return_text", false, false, false};
+constexpr RerankDialect kRerank{"documents", true, "return_documents", true, true, false};
+constexpr RerankDialect kCohereRerank{"documents", false, "return_documents", true, true, true};
+
+// Cohere v2's relevant_spans: null, or {"mode": "enabled" | "disabled", "threshold": number,
+// "max_spans": integer}; only "disabled" is served (orchid finds no spans).
+std::optional<ApiError> CheckRelevantSpans(element value) {
+  if (value.type() == element_type::NULL_VALUE) return std::nullopt;
+  element mode;
+  if (value.type() != element_type::OBJECT || value["mode"].get(mode) != simdjson::SUCCESS ||
+      mode.type() != element_type::STRING ||
+      (std::string_view(mode) != "enabled" && std::string_view(mode) != "disabled")) {
+    return ApiError::InvalidRequest(
+        "relevant_spans must be an object with \"mode\": \"enabled\" or \"disabled\"",
+        "relevant_spans");
   }
-  if (!has_query) return ApiError::InvalidRequest("query is required", "query");
-  if (!has_texts) return ApiError::InvalidRequest("texts is required", "texts");
+  element threshold, max_spans;
+  if (value["threshold"].get(threshold) == simdjson::SUCCESS && !threshold.is_null() &&
+      !threshold.is_number()) {
+    return ApiError::InvalidRequest("relevant_spans.threshold must be a number",
+                                    "relevant_spans.threshold");
+  }
+  if (value["max_spans"].get(max_spans) == simdjson::SUCCESS && !max_spans.is_null() &&
+      !JsonInteger(max_spans)) {
+    return ApiError::InvalidRequest("relevant_spans.max_spans must be an integer",
+                                    "relevant_spans.max_spans");
+  }
+  if (std::string_view(mode) == "enabled") {
+    return ApiError::InvalidRequest(
+        "relevant_spans are not supported: this server's rerankers score whole documents",
+        "relevant_spans", "unsupported_parameter");
+  }
   return std::nullopt;
 }
 
-std::optional<ApiError> ParseRerankRequest(std::string_view body, ScoreRequest* out) {
+// A rerank body in dialect `d`: {query, <documents>, <return_text>, ...}. Unknown fields
+// (rank_fields, user, ...) are accepted and ignored.
+std::optional<ApiError> ParseRerankBody(std::string_view body, const RerankDialect& d,
+                                        ScoreRequest* out) {
   *out = ScoreRequest{};
-  out->truncate = true;
+  out->documents_field = d.documents;
+  if (d.truncate_default) out->truncate = true;
   element doc;
   if (auto err = ParseDocument(body, &doc)) return err;
   bool has_query = false, has_documents = false;
@@ -206,21 +230,41 @@ std::optional<ApiError> ParseRerankRequest(std::string_view body, ScoreRequest* 
       out->queries.assign(1, {});
       if ((err = ParseNonEmptyString(value, "query", &out->queries[0]))) return err;
       has_query = true;
-    } else if (key == "documents") {
-      if ((err = ParseTexts(value, "documents", true, &out->documents))) return err;
+    } else if (key == d.documents) {
+      if ((err = ParseTexts(value, d.documents, d.document_objects, &out->documents))) return err;
       has_documents = true;
-    } else if (key == "return_documents") {
-      if ((err = ParseBool(value, "return_documents", &out->return_text))) return err;
-    } else if (key == "top_n") {
+    } else if (key == d.return_text) {
+      if ((err = ParseBool(value, d.return_text, &out->return_text))) return err;
+    } else if (d.top_n && key == "top_n") {
       if ((err = ParsePositiveInteger(value, "top_n", &out->top_n))) return err;
+    } else if (d.cohere_v2 && key == "max_tokens_per_doc") {  // checked, not applied (header)
+      std::optional<int64_t> max_tokens;
+      if ((err = ParsePositiveInteger(value, "max_tokens_per_doc", &max_tokens))) return err;
+    } else if (d.cohere_v2 && key == "relevant_spans") {
+      if ((err = CheckRelevantSpans(value))) return err;
     } else if (ParseChunkField(key, value, out, &err) || ParseCommonField(key, value, out, &err)) {
       if (err) return err;
     }
-    // rank_fields, user and unknown fields are accepted and ignored.
   }
   if (!has_query) return ApiError::InvalidRequest("query is required", "query");
-  if (!has_documents) return ApiError::InvalidRequest("documents is required", "documents");
+  if (!has_documents) {
+    return ApiError::InvalidRequest(std::string(d.documents) + " is required", d.documents);
+  }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> ParseTeiRerankRequest(std::string_view body, ScoreRequest* out) {
+  return ParseRerankBody(body, kTeiRerank, out);
+}
+
+std::optional<ApiError> ParseRerankRequest(std::string_view body, ScoreRequest* out) {
+  return ParseRerankBody(body, kRerank, out);
+}
+
+std::optional<ApiError> ParseCohereRerankRequest(std::string_view body, ScoreRequest* out) {
+  return ParseRerankBody(body, kCohereRerank, out);
 }
 
 std::optional<ApiError> ParseScoreRequest(std::string_view body, ScoreRequest* out) {
@@ -288,6 +332,24 @@ std::string ResponseId(std::string_view prefix) {
   return std::string(prefix) + "-" + hex;
 }
 
+// "results": [{index, relevance_score, document?: {text}, chunk?}], best first, at most top_n
+// (Cohere's and Jina's shape).
+void WriteRelevanceResults(const ScoreRequest& request, const std::vector<float>& scores,
+                           const std::vector<ChunkHit>& chunks, JsonWriter* w) {
+  w->Key("results").BeginArray();
+  std::vector<size_t> order = Ranked(scores);
+  if (request.top_n && size_t(*request.top_n) < order.size()) order.resize(size_t(*request.top_n));
+  for (size_t i : order) {
+    w->BeginObject().Key("index").Int(int64_t(i)).Key("relevance_score").Float(scores[i]);
+    if (request.return_text) {
+      w->Key("document").BeginObject().Key("text").String(request.documents[i]).EndObject();
+    }
+    WriteChunk(request, chunks, i, w);
+    w->EndObject();
+  }
+  w->EndArray();
+}
+
 }  // namespace
 
 std::string WriteRerankResponse(const ScoreRequest& request, const std::vector<float>& scores,
@@ -296,18 +358,8 @@ std::string WriteRerankResponse(const ScoreRequest& request, const std::vector<f
   std::string out;
   JsonWriter w(&out);
   w.BeginObject().Key("id").String(ResponseId("rerank"));
-  w.Key("model").String(model).Key("results").BeginArray();
-  std::vector<size_t> order = Ranked(scores);
-  if (request.top_n && size_t(*request.top_n) < order.size()) order.resize(size_t(*request.top_n));
-  for (size_t i : order) {
-    w.BeginObject().Key("index").Int(int64_t(i)).Key("relevance_score").Float(scores[i]);
-    if (request.return_text) {
-      w.Key("document").BeginObject().Key("text").String(request.documents[i]).EndObject();
-    }
-    WriteChunk(request, chunks, i, &w);
-    w.EndObject();
-  }
-  w.EndArray();
+  w.Key("model").String(model);
+  WriteRelevanceResults(request, scores, chunks, &w);
   w.Key("usage").BeginObject().Key("prompt_tokens").Int(tokens);
   w.Key("total_tokens").Int(tokens).EndObject();
   w.EndObject();
@@ -464,81 +516,12 @@ std::string WritePredictResponse(bool batch, const std::vector<float>& scores,
   return out;
 }
 
-std::optional<ApiError> ParseCohereRerankRequest(std::string_view body, ScoreRequest* out) {
-  *out = ScoreRequest{};
-  out->truncate = true;
-  element doc;
-  if (auto err = ParseDocument(body, &doc)) return err;
-  bool has_query = false, has_documents = false;
-  for (simdjson::dom::key_value_pair field : simdjson::dom::object(doc)) {
-    const std::string_view key = field.key;
-    const element value = field.value;
-    std::optional<ApiError> err;
-    if (key == "query") {
-      out->queries.assign(1, {});
-      if ((err = ParseNonEmptyString(value, "query", &out->queries[0]))) return err;
-      has_query = true;
-    } else if (key == "documents") {
-      if ((err = ParseTexts(value, "documents", false, &out->documents))) return err;
-      has_documents = true;
-    } else if (key == "return_documents") {
-      if ((err = ParseBool(value, "return_documents", &out->return_text))) return err;
-    } else if (key == "top_n") {
-      if ((err = ParsePositiveInteger(value, "top_n", &out->top_n))) return err;
-    } else if (key == "max_tokens_per_doc") {  // checked, not applied (see the header)
-      std::optional<int64_t> max_tokens;
-      if ((err = ParsePositiveInteger(value, "max_tokens_per_doc", &max_tokens))) return err;
-    } else if (key == "relevant_spans") {
-      if (value.type() == element_type::NULL_VALUE) continue;
-      element mode;
-      if (value.type() != element_type::OBJECT || value["mode"].get(mode) != simdjson::SUCCESS ||
-          mode.type() != element_type::STRING ||
-          (std::string_view(mode) != "enabled" && std::string_view(mode) != "disabled")) {
-        return ApiError::InvalidRequest(
-            "relevant_spans must be an object with \"mode\": \"enabled\" or \"disabled\"",
-            "relevant_spans");
-      }
-      element threshold, max_spans;
-      if (value["threshold"].get(threshold) == simdjson::SUCCESS && !threshold.is_null() &&
-          !threshold.is_number()) {
-        return ApiError::InvalidRequest("relevant_spans.threshold must be a number",
-                                        "relevant_spans.threshold");
-      }
-      if (value["max_spans"].get(max_spans) == simdjson::SUCCESS && !max_spans.is_null() &&
-          !JsonInteger(max_spans)) {
-        return ApiError::InvalidRequest("relevant_spans.max_spans must be an integer",
-                                        "relevant_spans.max_spans");
-      }
-      if (std::string_view(mode) == "enabled") {
-        return ApiError::InvalidRequest(
-            "relevant_spans are not supported: this server's rerankers score whole documents",
-            "relevant_spans", "unsupported_parameter");
-      }
-    } else if (ParseChunkField(key, value, out, &err) || ParseCommonField(key, value, out, &err)) {
-      if (err) return err;
-    }
-  }
-  if (!has_query) return ApiError::InvalidRequest("query is required", "query");
-  if (!has_documents) return ApiError::InvalidRequest("documents is required", "documents");
-  return std::nullopt;
-}
-
 std::string WriteCohereRerankResponse(const ScoreRequest& request, const std::vector<float>& scores,
                                       int64_t tokens, const std::vector<ChunkHit>& chunks) {
   std::string out;
   JsonWriter w(&out);
-  w.BeginObject().Key("id").String(ResponseId("rerank")).Key("results").BeginArray();
-  std::vector<size_t> order = Ranked(scores);
-  if (request.top_n && size_t(*request.top_n) < order.size()) order.resize(size_t(*request.top_n));
-  for (size_t i : order) {
-    w.BeginObject().Key("index").Int(int64_t(i)).Key("relevance_score").Float(scores[i]);
-    if (request.return_text) {
-      w.Key("document").BeginObject().Key("text").String(request.documents[i]).EndObject();
-    }
-    WriteChunk(request, chunks, i, &w);
-    w.EndObject();
-  }
-  w.EndArray();
+  w.BeginObject().Key("id").String(ResponseId("rerank"));
+  WriteRelevanceResults(request, scores, chunks, &w);
   // Cohere bills a search unit per query with up to 100 documents.
   const int64_t search_units = (int64_t(scores.size()) + 99) / 100;
   w.Key("meta").BeginObject();

@@ -22,6 +22,12 @@
 // Either way, every launch first drops the unbatched sequences of requests that were cancelled
 // or whose deadline passed, failing them once (Cancelled / DeadlineExceeded).
 //
+// This file is the queue and the thread; each policy has its own: embed_request.h (what a
+// request is, and the checks it passes), fair_share.h (bulk flows' turns), batch_pacer.h (bulk
+// batch size and timing from the engine's observed rate), batch_filler.h (a batch under its
+// budgets), row_assembler.h (rows back to requests, Matryoshka truncation),
+// scheduler_metrics.h (what is recorded).
+//
 // Thread safety: every public method may be called from any thread. Callbacks run on the
 // scheduler thread, exactly once per accepted request; they must be quick (hand real work to
 // another thread), must not call Shutdown(), and should not throw (exceptions are logged and
@@ -32,9 +38,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <future>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -43,63 +47,15 @@
 #include "core/metrics.h"
 #include "core/status.h"
 #include "engine/engine.h"
+#include "worker/batch_filler.h"
+#include "worker/batch_pacer.h"
+#include "worker/embed_request.h"
+#include "worker/fair_share.h"
+#include "worker/pending_request.h"
+#include "worker/scheduler_metrics.h"
 #include "worker/scheduling.h"
 
 namespace orchid {
-
-struct EmbedRequest {
-  std::vector<std::vector<int32_t>> sequences;  // each non-empty, at most max_batch_tokens long
-  // Token type (segment) ids: empty = all zero for every sequence; else one entry per sequence,
-  // each empty (all zero) or exactly as long as its sequence (cross-encoder pairs).
-  std::vector<std::vector<int32_t>> token_type_ids;
-  Pooling pooling = Pooling::kMean;  // kNone: every token's last hidden state (see below)
-  // Leading tokens of every sequence that pooling leaves out (the prompt, under
-  // sentence-transformers' include_prompt: false); 0 = none.
-  int pool_skip = 0;
-  // [sequences] or empty: tokens of each sequence that are attended to (RaggedBatch::attend_lens;
-  // 0: all).
-  std::vector<int32_t> attend_lens;
-  // The task adapter every sequence runs with (RaggedBatch::adapters): 1-based into
-  // ModelInfo::tasks, 0 = none. A batch mixes requests of different adapters.
-  int adapter = 0;
-  bool normalize = false;
-  // Matryoshka: keep the first `dimensions` values of each row (0 = the whole row), then
-  // L2-normalise them when `normalize` is set (OpenAI's normalised embeddings); without it the
-  // truncated row is returned as is (sentence-transformers' truncate_dim). At most the model's
-  // output width (ModelInfo::output_dim()).
-  int dimensions = 0;
-  // Priority, class, fair-share flow, deadline and cancellation (see scheduling.h).
-  Scheduling scheduling;
-};
-
-// Keeps the first `dims` values of every row and, with `renormalize`, L2-normalises them (rows
-// of norm zero stay zero). Requires 1 <= dims <= m->dim.
-void TruncateDimensions(Embeddings* m, int dims, bool renormalize);
-
-// Receives one row per sequence of the request, in request order, or the error that ended it.
-// With Pooling::kNone (per-token output): one row per token instead, hidden_size wide, the
-// sequences' tokens one after the other in request order.
-using EmbedCallback = std::function<void(Result<Embeddings>)>;
-
-// Where the scheduler records what it does (all optional; null = not recorded).
-struct SchedulerMetrics {
-  Histogram* batch_sequences = nullptr;  // sequences per engine batch
-  Histogram* batch_tokens = nullptr;     // tokens per engine batch
-  // Enqueue → the request's first sequence is batched, by class.
-  Histogram* queue_seconds_query = nullptr;
-  Histogram* queue_seconds_bulk = nullptr;
-  Histogram* engine_seconds = nullptr;   // submit → the batch's result is ready
-  Histogram* batch_seconds = nullptr;    // the engine's time on one batch: start → ready
-  // Sequences dropped before reaching a batch, by reason.
-  Counter* cancelled_sequences = nullptr;
-  Counter* expired_sequences = nullptr;   // deadline passed
-  Counter* shutdown_sequences = nullptr;  // the server stopped before they ran
-};
-
-// Registers the scheduler's histograms and counters (orchid_scheduler_*) in `registry`, with
-// `labels` (e.g. {"model", name} when one process runs several schedulers).
-SchedulerMetrics RegisterSchedulerMetrics(MetricsRegistry* registry,
-                                          const MetricLabels& labels = {});
 
 enum class SchedulingPolicy : uint8_t { kPriority, kFcfs };
 
@@ -136,6 +92,7 @@ class TokenBudgetScheduler {
   // Queues the request; `done` will be called once with its rows. Never blocks on the engine.
   // Errors, returned at once (and `done` is then never called):
   //   InvalidArgument   no sequences, an empty sequence, token_type_ids of the wrong shape
+  //                     (ValidateEmbedRequest: every check)
   //   OutOfRange        a sequence longer than max_batch_tokens, or the request alone holds
   //                     more tokens than max_queued_tokens
   //   ResourceExhausted the queue has no room for the request's tokens now (retry later)
@@ -162,75 +119,81 @@ class TokenBudgetScheduler {
   int bulk_batch_tokens() const;
   // Adds gauges read from this scheduler at scrape time (queue tokens and requests, batches in
   // flight, the batch-time target and the bulk batch budget) to `registry`; the scheduler must
-  // outlive every later Render().
+  // outlive every later Render(). (Defined in scheduler_metrics.cpp.)
   void ExportGauges(MetricsRegistry* registry, const MetricLabels& labels = {}) const;
 
  private:
   using Clock = std::chrono::steady_clock;
-  struct Entry;
-  struct Slice {  // sequences [first, first + count) of one entry, in one batch
-    std::shared_ptr<Entry> entry;
-    size_t first = 0;
-    size_t count = 0;
-  };
+  using EntryPtr = std::shared_ptr<PendingRequest>;
   struct BatchTiming {  // written by the engine's completion callback, under mu_
     Clock::time_point ready_at;
   };
   struct InFlight {
     LazyResult result;
-    std::vector<Slice> slices;
+    std::vector<BatchSlice> slices;
     int64_t tokens = 0;
     bool bulk = false;  // held bulk work (sized by the batch-time target)
     Clock::time_point submitted_at;
     double estimated_seconds = 0;
     std::shared_ptr<BatchTiming> timing;
   };
-  void RunScheduler();  // the scheduler thread: owns pending_, in_flight_ and the rate
-  // Moves arrivals into pending_ (classifying them, and starting new bulk flows level with the
-  // least served flow of their priority).
-  void Admit(std::shared_ptr<Entry> entry);
+  void RunScheduler();  // the scheduler thread: owns pending_, in_flight_ and the pacer
+  // Moves an arrival into pending_ (its flow, and its share when it is bulk work).
+  void Admit(EntryPtr entry);
   // Fails and removes every pending request that was cancelled or whose deadline passed.
   void DropAbandoned(Clock::time_point now);
   // Whether the next batch may go now; if it may later, *wake_at is when.
   bool MayLaunch(Clock::time_point now, Clock::time_point* wake_at) const;
+  // Takes the next batch's sequences (see the top of this file for the order) and submits
+  // them, in the steps below.
   void LaunchBatch();
+  // (priority, 0 for queries / 1 for bulk) under kPriority; the same for every request
+  // under kFcfs. Requests are served by level, then arrival.
+  std::pair<int32_t, int> Level(const PendingRequest& e) const;
+  // The pending requests that are not failed, in the order they are served.
+  std::vector<EntryPtr> ServiceOrder() const;
+  // Fills `batch` from `order`, level by level: queries (and FCFS) in order, bulk work by fair
+  // share. A batch that starts with queries holds queries only.
+  void FillBatch(const std::vector<EntryPtr>& order, bool bulk_batch, BatchFiller* batch);
+  // Retires the wholly batched requests and takes the batch's tokens off the queue.
+  void RetireBatched(int64_t tokens, bool launched);
+  // Hands the batch to the engine and tracks it until RouteFront().
+  void Submit(RaggedBatch batch, std::vector<BatchSlice> slices, int64_t tokens, bool bulk,
+              Clock::time_point now);
   void FailPending(const Status& status);
+  // Routes the rows of the oldest batch in flight (already complete) to their requests, and
+  // learns the engine's speed from it.
   void RouteFront();
-  int BulkBudget() const;  // tokens of the next bulk batch
-  // Removes a failed or wholly batched entry from pending_ (and its flow when it was the last).
-  void Retire(size_t index);
+  // Marks a failed or wholly batched entry for removal from pending_ (and from its flow).
+  void Retire(PendingRequest& e);
 
   Engine* const engine_;
   const TokenBudgetSchedulerOptions options_;
   const ModelInfo info_;
+  const bool priority_;  // options_.policy == kPriority
 
   // Mailbox: the only state shared with other threads, guarded by mu_.
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::shared_ptr<Entry>> inbox_;
+  std::deque<EntryPtr> inbox_;
   // Reported by each batch's LazyResult::OnReady callback (on the engine's thread), not yet
   // routed: the engine hands a finished batch straight to the scheduler thread.
   int completed_batches_ = 0;
   int64_t queued_tokens_ = 0;
   int64_t queued_requests_ = 0;  // accepted, not yet wholly batched or failed
   int batches_in_flight_ = 0;
-  int bulk_budget_ = 0;  // BulkBudget(), for readers on other threads
+  int bulk_budget_ = 0;  // pacer_.BulkBudget(), for readers on other threads
   bool stopping_ = false;
   // When stopping: the time after which waiting requests are failed (max() = never).
   std::chrono::steady_clock::time_point drain_deadline_ =
       std::chrono::steady_clock::time_point::max();
 
   // Owned by the scheduler thread alone.
-  std::vector<std::shared_ptr<Entry>> pending_;  // in arrival order
+  std::vector<EntryPtr> pending_;  // in arrival order
   std::deque<InFlight> in_flight_;
   uint64_t arrivals_ = 0;
-  // Bulk fair share: each flow's turn (tokens it has had, from its start), by (priority, flow).
-  std::map<std::pair<int32_t, uint64_t>, double> flow_turn_;
-  std::map<std::pair<int32_t, uint64_t>, int> flow_entries_;  // pending entries per flow
-  uint64_t next_own_flow_ = 0;          // flows for requests without one (counting down from max)
-  double seconds_per_token_ = 0;        // observed engine rate (EWMA); 0 = unknown
-  int last_bulk_tokens_ = 0;            // tokens of the last bulk batch (its rate updates the EWMA)
-  Clock::time_point front_started_at_;  // when in_flight_.front() began on the engine
+  FairShare fair_share_;
+  BatchPacer pacer_;
 
   std::mutex shutdown_mu_;  // serialises Shutdown() callers
   std::thread scheduler_;

@@ -1,21 +1,17 @@
-// CudaBackend (cuda_backend.h): weights, the arena, and each op as a launch sequence.
+// CudaBackend (cuda_backend.h): weights, the pass, and each op as a launch sequence.
 #include "backends/cuda/cuda_backend.h"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <string>
 
-#include "backends/cuda/bf16_host.h"
 #include "backends/cuda/cuda_check.h"
 
 namespace orchid::cuda {
 namespace {
 
-constexpr size_t kAlign = 256;
-size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 int RoundUp8(int n) { return (n + 7) / 8 * 8; }
 
 // An op that Supports() refuses reaching its Do* (the base class asks first): a bug.
@@ -23,151 +19,11 @@ Status Refused(const char* op) {
   return Status::Internal(std::string("cuda backend: ") + op + " reached although refused");
 }
 
-std::atomic<OpProfiler*> g_profiler{nullptr};  // SetOpProfiler
-
 }  // namespace
 
-// --- profiling -----------------------------------------------------------------------------
-
-void SetOpProfiler(OpProfiler* p) { g_profiler.store(p); }
-
-OpProfiler::~OpProfiler() {
-  std::lock_guard<std::mutex> lock(mu_);
-  WaitRecords();
-  for (cudaEvent_t e : free_) cudaEventDestroy(e);
-  for (cudaEvent_t e : {start_, stop_}) {
-    if (e != nullptr) cudaEventDestroy(e);
-  }
-}
-
-cudaEvent_t OpProfiler::TakeEvent() {
-  if (!free_.empty()) {
-    cudaEvent_t e = free_.back();
-    free_.pop_back();
-    return e;
-  }
-  cudaEvent_t e = nullptr;
-  const cudaError_t err = cudaEventCreate(&e);
-  if (err != cudaSuccess && error_ == cudaSuccess) error_ = err;
-  return err == cudaSuccess ? e : nullptr;
-}
-
-void OpProfiler::BeginPass(bool capturing) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ++(capturing ? skipped_ : passes_);
-}
-
-void OpProfiler::Start(cudaStream_t stream) {
-  std::lock_guard<std::mutex> lock(mu_);
-  // Both events are taken before anything is recorded, so that no host work (an event
-  // creation) sits between the group's launches and its stop event.
-  if (start_ == nullptr) start_ = TakeEvent();
-  if (stop_ == nullptr) stop_ = TakeEvent();
-  if (start_ == nullptr) return;
-  const cudaError_t err = cudaEventRecord(start_, stream);
-  if (err != cudaSuccess && error_ == cudaSuccess) error_ = err;
-}
-
-void OpProfiler::Stop(cudaStream_t stream, const std::string& label, double flops, double attn) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (start_ == nullptr || stop_ == nullptr) return;  // Start failed (error_ says why)
-  const cudaError_t err = cudaEventRecord(stop_, stream);
-  if (err != cudaSuccess) {
-    if (error_ == cudaSuccess) error_ = err;
-    return;
-  }
-  auto [it, added] = index_.emplace(label, entries_.size());
-  if (added) {
-    entries_.emplace_back();
-    entries_.back().label = label;
-  }
-  Entry& e = entries_[it->second];
-  ++e.calls;
-  e.flops += flops;
-  e.attn_flops_per_len2 += attn;
-  records_.push_back(Record{it->second, start_, stop_});
-  start_ = stop_ = nullptr;
-}
-
-void OpProfiler::WaitRecords() {
-  for (const Record& r : records_) {
-    float ms = 0.f;
-    cudaError_t err = cudaEventSynchronize(r.stop);
-    if (err == cudaSuccess) err = cudaEventElapsedTime(&ms, r.start, r.stop);
-    if (err != cudaSuccess && error_ == cudaSuccess) error_ = err;
-    entries_[r.entry].ms += double(ms);
-    free_.push_back(r.start);
-    free_.push_back(r.stop);
-  }
-  records_.clear();
-}
-
-Status OpProfiler::Collect() {
-  std::lock_guard<std::mutex> lock(mu_);
-  WaitRecords();
-  const cudaError_t err = error_;
-  error_ = cudaSuccess;
-  return CudaStatus(err, "OpProfiler");
-}
-
-void OpProfiler::Reset() {
-  std::lock_guard<std::mutex> lock(mu_);
-  WaitRecords();
-  entries_.clear();
-  index_.clear();
-  passes_ = skipped_ = 0;
-  error_ = cudaSuccess;
-}
-
-std::vector<OpProfiler::Entry> OpProfiler::entries() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return entries_;
-}
-
-int64_t OpProfiler::passes() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return passes_;
-}
-
-int64_t OpProfiler::skipped_passes() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return skipped_;
-}
-
-// --- the backend ---------------------------------------------------------------------------
-
-CudaBackend::~CudaBackend() {
-  for (void* p : allocations_) cudaFree(p);
-}
+CudaBackend::~CudaBackend() = default;
 
 Status CudaBackend::Init() { return gemm_.Init(); }
-
-Result<void*> CudaBackend::DeviceAlloc(size_t bytes) {
-  void* p = nullptr;
-  ORCHID_CUDA_TRY(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
-  allocations_.push_back(p);
-  return p;
-}
-
-Result<bf16*> CudaBackend::UploadBf16(const float* src, size_t n, size_t padded_n) {
-  std::vector<uint16_t> h(padded_n, 0);  // the padding is zero
-  for (size_t i = 0; i < n; ++i) h[i] = FloatToBf16Bits(src[i]);
-  ORCHID_ASSIGN_OR_RETURN(void* p, DeviceAlloc(h.size() * sizeof(uint16_t)));
-  ORCHID_CUDA_TRY(cudaMemcpy(p, h.data(), h.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
-  return static_cast<bf16*>(p);
-}
-
-Result<float*> CudaBackend::UploadF32(const Tensor& t) {
-  return UploadF32(t.data(), t.numel(), t.numel());
-}
-
-Result<float*> CudaBackend::UploadF32(const float* src, size_t n, size_t padded_n) {
-  std::vector<float> h(padded_n, 0.f);  // the padding is zero
-  std::copy(src, src + n, h.begin());
-  ORCHID_ASSIGN_OR_RETURN(void* p, DeviceAlloc(h.size() * sizeof(float)));
-  ORCHID_CUDA_TRY(cudaMemcpy(p, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
-  return static_cast<float*>(p);
-}
 
 // --- load time -----------------------------------------------------------------------------
 
@@ -179,11 +35,12 @@ Result<int> CudaBackend::DoAddLinear(const Tensor& w, const Tensor* bias, ops::L
   l.n_pad = RoundUp8(l.n);  // (Supports() checked k, cuBLASLt's alignment)
   // Zero rows n .. n_pad - 1: their outputs are zero and never copied out.
   ORCHID_ASSIGN_OR_RETURN(
-      l.w, UploadBf16(w.data(), size_t(l.n) * size_t(l.k), size_t(l.n_pad) * size_t(l.k)));
+      l.w, memory_.UploadBf16(w.data(), size_t(l.n) * size_t(l.k), size_t(l.n_pad) * size_t(l.k)));
   if (bias != nullptr) {
     // Both types: the GEMM's bias has its output's type (bf16 or fp32 buffer, known per op).
-    ORCHID_ASSIGN_OR_RETURN(l.bias, UploadBf16(bias->data(), size_t(l.n), size_t(l.n_pad)));
-    ORCHID_ASSIGN_OR_RETURN(l.bias_f32, UploadF32(bias->data(), size_t(l.n), size_t(l.n_pad)));
+    ORCHID_ASSIGN_OR_RETURN(l.bias, memory_.UploadBf16(bias->data(), size_t(l.n), size_t(l.n_pad)));
+    ORCHID_ASSIGN_OR_RETURN(l.bias_f32,
+                            memory_.UploadF32(bias->data(), size_t(l.n), size_t(l.n_pad)));
   }
   linears_.push_back(l);
   return int(linears_.size()) - 1;
@@ -194,25 +51,25 @@ Result<int> CudaBackend::DoAddNorm(ops::NormKind kind, const Tensor& weight, con
   NormLayer n;
   n.kind = kind;
   n.eps = eps;
-  ORCHID_ASSIGN_OR_RETURN(n.weight, UploadF32(weight));
+  ORCHID_ASSIGN_OR_RETURN(n.weight, memory_.UploadF32(weight));
   if (bias != nullptr) {
-    ORCHID_ASSIGN_OR_RETURN(n.bias, UploadF32(*bias));
+    ORCHID_ASSIGN_OR_RETURN(n.bias, memory_.UploadF32(*bias));
   }
   norms_.push_back(n);
   return int(norms_.size()) - 1;
 }
 
 Result<int> CudaBackend::DoAddTable(Tensor t) {
-  ORCHID_ASSIGN_OR_RETURN(bf16 * p, UploadBf16(t.data(), t.numel(), t.numel()));
+  ORCHID_ASSIGN_OR_RETURN(bf16 * p, memory_.UploadBf16(t.data(), t.numel(), t.numel()));
   tables_.push_back(p);
   return int(tables_.size()) - 1;
 }
 
-// --- plan and arena ------------------------------------------------------------------------
+// --- plan, arena and pass ------------------------------------------------------------------
 
 Status CudaBackend::Plan(const std::function<Status()>& forward) {
-  if (allocated_) return Status::Internal("cuda backend: Plan after Allocate");
-  planning_ = true;
+  if (arena_.allocated()) return Status::Internal("cuda backend: Plan after Allocate");
+  arena_.BeginPlan();
   Status st;
   for (bool prune : {false, true}) {
     prune_ = prune;
@@ -221,84 +78,21 @@ Status CudaBackend::Plan(const std::function<Status()>& forward) {
     if (st.ok()) st = Flush();
     if (!st.ok()) break;
   }
-  planning_ = false;
+  arena_.EndPlan(st.ok());
   prune_ = false;
   pending_.reset();
-  if (!st.ok()) return st;
-  planned_ = true;
-  return Status::Ok();
+  return st;
 }
 
 Status CudaBackend::Allocate(int max_tokens, int max_seqs) {
-  if (allocated_) return Status::Internal("cuda backend: Allocate called twice");
-  if (max_tokens <= 0 || max_seqs <= 0) {
-    return Status::Internal("cuda backend: Allocate needs positive bucket sizes");
+  // Without a plan: the widest row any op could put in a scratch (a padded-width GEMM output
+  // may be fp32: two bf16 elements per value).
+  int width = 0;
+  for (const ops::BufferDecl& d : decls()) width = std::max(width, d.width);
+  for (const LinearLayer& l : linears_) {
+    width = std::max({width, l.n_pad == l.n ? l.n : 2 * l.n_pad, l.k});
   }
-  max_tokens_ = max_tokens;
-  max_seqs_ = max_seqs;
-  auto max_rows = [&](ops::Rows r) {
-    return size_t(r == ops::Rows::kTokens ? max_tokens : max_seqs);
-  };
-
-  // Scratch capacities (bf16 elements).
-  if (planned_) {
-    for (int s = 0; s < kNumScratch; ++s) {
-      size_t elems = 0;
-      for (ops::Rows r : {ops::Rows::kTokens, ops::Rows::kPooled, ops::Rows::kSequences}) {
-        elems = std::max(elems, max_rows(r) * size_t(plan_width_[s][int(r)]));
-      }
-      scratch_elems_[s] = elems;
-    }
-  } else {
-    // No plan: the widest row any op could put there, over all tokens (a padded-width GEMM
-    // output may be fp32: two bf16 elements per value).
-    int width = 0;
-    for (const ops::BufferDecl& d : decls()) width = std::max(width, d.width);
-    for (const LinearLayer& l : linears_) {
-      width = std::max({width, l.n_pad == l.n ? l.n : 2 * l.n_pad, l.k});
-    }
-    for (size_t& e : scratch_elems_) e = size_t(max_tokens) * size_t(width);
-  }
-
-  const std::vector<ops::BufferDecl>& ds = decls();
-  std::vector<size_t> offsets(ds.size());
-  size_t total = 0;
-  for (size_t i = 0; i < ds.size(); ++i) {
-    const size_t elem = ds[i].precision == ops::Precision::kActivation ? 2 : 4;
-    offsets[i] = total;
-    total += AlignUp(max_rows(ds[i].rows) * size_t(ds[i].width) * elem);
-  }
-  size_t scratch_off[kNumScratch];
-  for (int s = 0; s < kNumScratch; ++s) {
-    scratch_off[s] = total;
-    total += AlignUp(scratch_elems_[s] * sizeof(uint16_t));
-  }
-  const size_t cu_off = total;
-  total += AlignUp((size_t(max_seqs) + 1) * sizeof(int32_t));
-  const size_t flags_off = total;
-  total += AlignUp(size_t(max_seqs));
-
-  ORCHID_ASSIGN_OR_RETURN(void* arena, DeviceAlloc(total));
-  arena_bytes_ = total;
-  auto* base = static_cast<unsigned char*>(arena);
-  buffers_.resize(ds.size());
-  for (size_t i = 0; i < ds.size(); ++i) buffers_[i] = base + offsets[i];
-  for (int s = 0; s < kNumScratch; ++s) {
-    scratch_[s] = scratch_elems_[s] > 0 ? reinterpret_cast<bf16*>(base + scratch_off[s]) : nullptr;
-  }
-  identity_cu_ = reinterpret_cast<int32_t*>(base + cu_off);
-  zero_flags_ = base + flags_off;
-
-  // Defined contents everywhere (GEMMs read padding rows; their results are never used), then
-  // the identity cu_seqlens.
-  ORCHID_CUDA_TRY(cudaMemsetAsync(arena, 0, total, stream_));
-  std::vector<int32_t> cu(size_t(max_seqs) + 1);
-  for (size_t i = 0; i < cu.size(); ++i) cu[i] = int32_t(i);
-  ORCHID_CUDA_TRY(cudaMemcpyAsync(identity_cu_, cu.data(), cu.size() * sizeof(int32_t),
-                                  cudaMemcpyHostToDevice, stream_));
-  ORCHID_CUDA_TRY(cudaStreamSynchronize(stream_));  // `cu` is a local
-  allocated_ = true;
-  return Status::Ok();
+  return arena_.Allocate(decls(), max_tokens, max_seqs, width, &memory_, stream_);
 }
 
 void CudaBackend::Begin(const Inputs& device_inputs, int tb, int sb, bool prune) {
@@ -307,7 +101,7 @@ void CudaBackend::Begin(const Inputs& device_inputs, int tb, int sb, bool prune)
   sb_ = sb;
   prune_ = prune;
   pending_.reset();
-  prof_ = g_profiler.load();
+  prof_ = InstalledOpProfiler();
   if (prof_ != nullptr) {
     // A pass being captured into a graph is not timed (events would become graph nodes, and a
     // replay runs none of this code).
@@ -329,23 +123,6 @@ int CudaBackend::rows(ops::Buffer b) const {
   return decl(b).rows == ops::Rows::kTokens ? tb_ : sb_;
 }
 
-Status CudaBackend::NeedScratch(Scratch s, ops::Rows domain, int width) {
-  if (planning_) {
-    int& w = plan_width_[s][int(domain)];
-    w = std::max(w, width);
-    return Status::Ok();
-  }
-  if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
-  const size_t rows_now = size_t(domain == ops::Rows::kTokens ? tb_ : sb_);
-  if (tb_ > max_tokens_ || sb_ > max_seqs_ || rows_now * size_t(width) > scratch_elems_[s]) {
-    return Status::Internal("cuda backend: scratch " + std::to_string(int(s)) + " holds " +
-                            std::to_string(scratch_elems_[s]) + " elements, the op needs " +
-                            std::to_string(rows_now * size_t(width)) +
-                            " (an op form that Plan did not see?)");
-  }
-  return Status::Ok();
-}
-
 Status CudaBackend::Touch(ops::Buffer b) {
   if (pending_ && pending_->residual.id == b.id) return Flush();
   return Status::Ok();
@@ -355,17 +132,14 @@ Status CudaBackend::Flush() {
   if (!pending_) return Status::Ok();
   const ops::Buffer r = pending_->residual;
   pending_.reset();
-  if (planning_) return Status::Ok();
+  if (arena_.planning()) return Status::Ok();  // (its Linear recorded the delta scratch)
   const int width = decl(r).width;
-  ORCHID_RETURN_IF_ERROR(NeedScratch(kDelta, decl(r).rows, width));
-  ProfStart();
-  if (is_bf16(r)) {
-    ORCHID_CUDA_TRY(ResidualAdd(scratch_[kDelta], bf(r), rows(r), width, stream_));
-  } else {
-    ORCHID_CUDA_TRY(ResidualAdd(scratch_[kDelta], f32(r), rows(r), width, stream_));
-  }
-  ProfStop([] { return std::string("ResidualAdd (flush)"); });
-  return Status::Ok();
+  ORCHID_RETURN_IF_ERROR(NeedScratch(Scratch::kDelta, decl(r).rows, width));
+  return Launch("ResidualAdd (flush)", [&] {
+    const bf16* delta = scratch(Scratch::kDelta);
+    return is_bf16(r) ? ORCHID_CUDA_STATUS(ResidualAdd(delta, bf(r), rows(r), width, stream_))
+                      : ORCHID_CUDA_STATUS(ResidualAdd(delta, f32(r), rows(r), width, stream_));
+  });
 }
 
 // --- ops -----------------------------------------------------------------------------------
@@ -375,23 +149,20 @@ Status CudaBackend::DoEmbed(const ops::EmbedOp& op, ops::Buffer out) {
   // and a LayerNorm into bf16.
   const int H = decl(out).width;
   ORCHID_RETURN_IF_ERROR(Touch(out));
-  if (planning_) return Status::Ok();
-  if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
   if (!op.norm.valid()) {
-    ProfStart();
-    ORCHID_CUDA_TRY(EmbedGather(in_.ids, tables_[size_t(op.word.id)], tb_, H, f32(out), stream_));
-    ProfStop([] { return std::string("Embed gather"); });
-    return Status::Ok();
+    return Launch("Embed gather", [&] {
+      return ORCHID_CUDA_STATUS(
+          EmbedGather(in_.ids, tables_[size_t(op.word.id)], tb_, H, f32(out), stream_));
+    });
   }
-  const NormLayer& n = norms_[size_t(op.norm.id)];
-  const bf16* position = op.position.valid() ? tables_[size_t(op.position.id)] : nullptr;
-  const bf16* type = op.type.valid() ? tables_[size_t(op.type.id)] : nullptr;
-  ProfStart();
-  ORCHID_CUDA_TRY(EmbedLayerNorm(in_.ids, in_.types, in_.positions, op.position_offset,
-                                 tables_[size_t(op.word.id)], position, type, n.weight, n.bias,
-                                 n.eps, tb_, H, bf(out), stream_));
-  ProfStop([] { return std::string("Embed LayerNorm"); });
-  return Status::Ok();
+  return Launch("Embed LayerNorm", [&] {
+    const NormLayer& n = norms_[size_t(op.norm.id)];
+    const bf16* position = op.position.valid() ? tables_[size_t(op.position.id)] : nullptr;
+    const bf16* type = op.type.valid() ? tables_[size_t(op.type.id)] : nullptr;
+    return ORCHID_CUDA_STATUS(EmbedLayerNorm(in_.ids, in_.types, in_.positions, op.position_offset,
+                                             tables_[size_t(op.word.id)], position, type, n.weight,
+                                             n.bias, n.eps, tb_, H, bf(out), stream_));
+  });
 }
 
 Status CudaBackend::DoLinear(ops::Buffer in, ops::LinearWeight w, ops::Buffer out,
@@ -407,8 +178,8 @@ Status CudaBackend::DoLinear(ops::Buffer in, ops::LinearWeight w, ops::Buffer ou
   if (is_bf16(in)) {
     x = bf(in);
   } else {
-    ORCHID_RETURN_IF_ERROR(NeedScratch(kConvertIn, domain, l.k));
-    x = scratch_[kConvertIn];
+    ORCHID_RETURN_IF_ERROR(NeedScratch(Scratch::kConvertIn, domain, l.k));
+    x = scratch(Scratch::kConvertIn);
   }
   // The GEMM's output: bf16 (y) or, for an fp32 buffer outside a residual add, fp32 (y32),
   // straight into `out` when its width needs no padding, else into convert_out scratch.
@@ -417,8 +188,8 @@ Status CudaBackend::DoLinear(ops::Buffer in, ops::LinearWeight w, ops::Buffer ou
   bf16* y = nullptr;
   float* y32 = nullptr;
   if (residual) {
-    ORCHID_RETURN_IF_ERROR(NeedScratch(kDelta, decl(out).rows, l.n));
-    y = scratch_[kDelta];
+    ORCHID_RETURN_IF_ERROR(NeedScratch(Scratch::kDelta, decl(out).rows, l.n));
+    y = scratch(Scratch::kDelta);
   } else if (direct) {
     if (fp32_out) {
       y32 = f32(out);
@@ -426,16 +197,13 @@ Status CudaBackend::DoLinear(ops::Buffer in, ops::LinearWeight w, ops::Buffer ou
       y = bf(out);
     }
   } else {
-    ORCHID_RETURN_IF_ERROR(NeedScratch(kConvertOut, domain, fp32_out ? 2 * l.n_pad : l.n_pad));
+    ORCHID_RETURN_IF_ERROR(
+        NeedScratch(Scratch::kConvertOut, domain, fp32_out ? 2 * l.n_pad : l.n_pad));
     if (fp32_out) {
-      y32 = reinterpret_cast<float*>(scratch_[kConvertOut]);
+      y32 = reinterpret_cast<float*>(scratch(Scratch::kConvertOut));
     } else {
-      y = scratch_[kConvertOut];
+      y = scratch(Scratch::kConvertOut);
     }
-  }
-  if (planning_) {
-    if (residual) pending_ = Pending{out};
-    return Status::Ok();
   }
 
   const int R = rows(in);
@@ -450,47 +218,32 @@ Status CudaBackend::DoLinear(ops::Buffer in, ops::LinearWeight w, ops::Buffer ou
              (domain == ops::Rows::kTokens ? "" : " pooled") + ": " + part;
     };
   };
-  const double gemm_flops = 2.0 * R * l.n_pad * l.k;
   if (!is_bf16(in)) {
-    ProfStart();
-    ORCHID_CUDA_TRY(Fp32ToBf16(f32(in), R, l.k, scratch_[kConvertIn], stream_));
-    ProfStop(label("f32->bf16"));
+    ORCHID_RETURN_IF_ERROR(Launch(label("f32->bf16"), [&] {
+      return ORCHID_CUDA_STATUS(Fp32ToBf16(f32(in), R, l.k, scratch(Scratch::kConvertIn), stream_));
+    }));
   }
   const GemmEpilogue ep = l.bias != nullptr ? GemmEpilogue::kBias : GemmEpilogue::kNone;
-  if (fp32_out) {
-    ProfStart();
-    ORCHID_RETURN_IF_ERROR(gemm_.Run(x, l.w, l.bias_f32, y32, R, l.n_pad, l.k, ep, stream_));
-    ProfStop(label("gemm"), gemm_flops);
+  // The GEMM (bias of the output's type), the exact GELU, then the padded width's first n
+  // columns copied out; the same steps into bf16 or fp32.
+  auto run = [&](auto* dst, const auto* bias, auto* final_out) -> Status {
+    ORCHID_RETURN_IF_ERROR(Launch(
+        label("gemm"), [&] { return gemm_.Run(x, l.w, bias, dst, R, l.n_pad, l.k, ep, stream_); },
+        2.0 * R * l.n_pad * l.k));
     if (e == ops::Epilogue::kGelu) {
-      ProfStart();
-      ORCHID_CUDA_TRY(GeluErf(y32, R, l.n_pad, stream_));
-      ProfStop(label("gelu"));
+      ORCHID_RETURN_IF_ERROR(Launch(
+          label("gelu"), [&] { return ORCHID_CUDA_STATUS(GeluErf(dst, R, l.n_pad, stream_)); }));
     }
-    if (!direct) {
-      ProfStart();
-      ORCHID_CUDA_TRY(CopyColumns(y32, R, l.n_pad, l.n, f32(out), stream_));
-      ProfStop(label("copy cols"));
+    if (residual) {
+      pending_ = Pending{out};
+      return Status::Ok();
     }
-    return Status::Ok();
-  }
-  ProfStart();
-  ORCHID_RETURN_IF_ERROR(gemm_.Run(x, l.w, l.bias, y, R, l.n_pad, l.k, ep, stream_));
-  ProfStop(label("gemm"), gemm_flops);
-  if (e == ops::Epilogue::kGelu) {
-    ProfStart();
-    ORCHID_CUDA_TRY(GeluErf(y, R, l.n_pad, stream_));
-    ProfStop(label("gelu"));
-  }
-  if (residual) {
-    pending_ = Pending{out};
-    return Status::Ok();
-  }
-  if (!direct) {
-    ProfStart();
-    ORCHID_CUDA_TRY(CopyColumns(y, R, l.n_pad, l.n, bf(out), stream_));
-    ProfStop(label("copy cols"));
-  }
-  return Status::Ok();
+    if (direct) return Status::Ok();
+    return Launch(label("copy cols"), [&] {
+      return ORCHID_CUDA_STATUS(CopyColumns(dst, R, l.n_pad, l.n, final_out, stream_));
+    });
+  };
+  return fp32_out ? run(y32, l.bias_f32, f32(out)) : run(y, l.bias, bf(out));
 }
 
 Status CudaBackend::DoNorm(ops::Buffer in, ops::NormWeight w, ops::Buffer out) {
@@ -507,21 +260,18 @@ Status CudaBackend::DoNorm(ops::Buffer in, ops::NormWeight w, ops::Buffer out) {
     ORCHID_RETURN_IF_ERROR(Touch(in));
     ORCHID_RETURN_IF_ERROR(Touch(out));
   }
-  if (planning_) return Status::Ok();
-  if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
-  const bf16* delta = fuse ? scratch_[kDelta] : nullptr;
   const int R = rows(in), H = w.width;
-  ProfStart();
-  if (layer_norm) {
-    ORCHID_CUDA_TRY(AddLayerNorm(delta, bf(in), n.weight, n.bias, n.eps, R, H, bf(out), stream_));
-  } else {
-    ORCHID_CUDA_TRY(AddRmsNorm(delta, f32(in), n.weight, n.eps, R, H, bf(out), stream_));
-  }
-  ProfStop([&] {
+  auto label = [&] {
     return std::string(layer_norm ? "Norm LayerNorm" : "Norm RMSNorm") + (fuse ? " +res" : "") +
            (decl(in).rows == ops::Rows::kTokens ? "" : " pooled");
+  };
+  return Launch(label, [&] {
+    const bf16* delta = fuse ? scratch(Scratch::kDelta) : nullptr;
+    return layer_norm ? ORCHID_CUDA_STATUS(AddLayerNorm(delta, bf(in), n.weight, n.bias, n.eps, R,
+                                                        H, bf(out), stream_))
+                      : ORCHID_CUDA_STATUS(
+                            AddRmsNorm(delta, f32(in), n.weight, n.eps, R, H, bf(out), stream_));
   });
-  return Status::Ok();
 }
 
 Status CudaBackend::DoQkNormRope(ops::Buffer qkv, const ops::RopeOptions& o) {
@@ -529,15 +279,12 @@ Status CudaBackend::DoQkNormRope(ops::Buffer qkv, const ops::RopeOptions& o) {
   const NormLayer* q = o.q_norm.valid() ? &norms_[size_t(o.q_norm.id)] : nullptr;
   const NormLayer* k = o.k_norm.valid() ? &norms_[size_t(o.k_norm.id)] : nullptr;
   ORCHID_RETURN_IF_ERROR(Touch(qkv));
-  if (planning_) return Status::Ok();
-  if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
-  ProfStart();
-  ORCHID_CUDA_TRY(cuda::QkNormRope(bf(qkv), in_.positions, q != nullptr ? q->weight : nullptr,
-                                   k != nullptr ? k->weight : nullptr, q != nullptr ? q->eps : 0.f,
-                                   float(o.theta), tb_, o.num_heads, o.num_kv_heads, o.head_dim,
-                                   stream_, float(o.inv_freq_divisor)));
-  ProfStop([] { return std::string("QkNormRope"); });
-  return Status::Ok();
+  return Launch("QkNormRope", [&] {
+    return ORCHID_CUDA_STATUS(cuda::QkNormRope(
+        bf(qkv), in_.positions, q != nullptr ? q->weight : nullptr,
+        k != nullptr ? k->weight : nullptr, q != nullptr ? q->eps : 0.f, float(o.theta), tb_,
+        o.num_heads, o.num_kv_heads, o.head_dim, stream_, float(o.inv_freq_divisor)));
+  });
 }
 
 Status CudaBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::AttentionOptions& o) {
@@ -546,11 +293,9 @@ Status CudaBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::Att
   ORCHID_RETURN_IF_ERROR(Touch(out));
   const bool pooled = decl(out).rows == ops::Rows::kPooled;
   const int W = decl(out).width;
-  if (pooled) ORCHID_RETURN_IF_ERROR(NeedScratch(kAttention, ops::Rows::kTokens, W));
-  if (planning_) return Status::Ok();
-  if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
+  if (pooled) ORCHID_RETURN_IF_ERROR(NeedScratch(Scratch::kAttention, ops::Rows::kTokens, W));
   const float scale = 1.f / std::sqrt(float(o.head_dim));
-  bf16* dst = pooled ? scratch_[kAttention] : bf(out);
+  bf16* dst = pooled ? scratch(Scratch::kAttention) : bf(out);
   auto label = [&](const char* part) {
     return [&, part] {
       return "Attention h=" + std::to_string(o.num_heads) +
@@ -558,19 +303,20 @@ Status CudaBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::Att
              (o.causal ? " causal" : "") + part;
     };
   };
-  ProfStart();
-  ORCHID_CUDA_TRY(RaggedFlashAttention(bf(qkv), in_.cu, in_.tile_seq, in_.tile_q0, in_.num_tiles,
-                                       o.num_heads, o.num_kv_heads, o.head_dim, scale, o.causal,
-                                       dst, stream_));
   // QK^T and PV: 4 head_dim num_heads FLOPs per (query, key) pair, half the pairs when causal.
-  ProfStop(label(""), 0, 4.0 * o.head_dim * o.num_heads * (o.causal ? 0.5 : 1.0));
-  if (pooled) {
-    ProfStart();
-    ORCHID_CUDA_TRY(
-        GatherPooledRows(scratch_[kAttention], W, in_.cu, in_.mode, sb_, bf(out), stream_));
-    ProfStop(label(": gather pooled"));
-  }
-  return Status::Ok();
+  ORCHID_RETURN_IF_ERROR(Launch(
+      label(""),
+      [&] {
+        return ORCHID_CUDA_STATUS(RaggedFlashAttention(bf(qkv), in_.cu, in_.tile_seq, in_.tile_q0,
+                                                       in_.num_tiles, o.num_heads, o.num_kv_heads,
+                                                       o.head_dim, scale, o.causal, dst, stream_));
+      },
+      0, 4.0 * o.head_dim * o.num_heads * (o.causal ? 0.5 : 1.0)));
+  if (!pooled) return Status::Ok();
+  return Launch(label(": gather pooled"), [&] {
+    return ORCHID_CUDA_STATUS(
+        GatherPooledRows(scratch(Scratch::kAttention), W, in_.cu, in_.mode, sb_, bf(out), stream_));
+  });
 }
 
 Status CudaBackend::DoAdd(ops::Buffer in, ops::Buffer out) {
@@ -611,73 +357,50 @@ Status CudaBackend::DoGlu(ops::Buffer gate_up, ops::Buffer out, ops::Gate gate) 
   (void)gate;  // SwiGLU, bf16 -> bf16 (Supports())
   ORCHID_RETURN_IF_ERROR(Touch(gate_up));
   ORCHID_RETURN_IF_ERROR(Touch(out));
-  if (planning_) return Status::Ok();
-  if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
-  ProfStart();
-  ORCHID_CUDA_TRY(cuda::SwiGlu(bf(gate_up), rows(out), decl(out).width, bf(out), stream_));
-  ProfStop([] { return std::string("SwiGlu"); });
-  return Status::Ok();
+  return Launch("SwiGlu", [&] {
+    return ORCHID_CUDA_STATUS(
+        cuda::SwiGlu(bf(gate_up), rows(out), decl(out).width, bf(out), stream_));
+  });
 }
 
 Status CudaBackend::DoActivate(ops::Buffer x, ops::Activation a) {
   ORCHID_RETURN_IF_ERROR(Touch(x));
-  if (planning_) return Status::Ok();
-  if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
   if (a == ops::Activation::kLog1pRelu) return Refused("Activate (log1p relu)");
-  const bool relu = a == ops::Activation::kRelu;
-  auto label = [&] {
-    return std::string("Activate ") + (a == ops::Activation::kGelu ? "gelu"
-                                       : relu                      ? "relu"
-                                                                   : "tanh");
+  const bool gelu = a == ops::Activation::kGelu, relu = a == ops::Activation::kRelu;
+  const int R = rows(x), W = decl(x).width;
+  // The activation's kernel on the buffer's element type.
+  auto apply = [&](auto* v) {
+    return gelu   ? ORCHID_CUDA_STATUS(GeluErf(v, R, W, stream_))
+           : relu ? ORCHID_CUDA_STATUS(Relu(v, R, W, stream_))
+                  : ORCHID_CUDA_STATUS(Tanh(v, R, W, stream_));
   };
-  ProfStart();
-  if (a == ops::Activation::kGelu) {
-    ORCHID_CUDA_TRY(is_bf16(x) ? GeluErf(bf(x), rows(x), decl(x).width, stream_)
-                               : GeluErf(f32(x), rows(x), decl(x).width, stream_));
-    ProfStop(label);
-    return Status::Ok();
-  }
-  if (is_bf16(x)) {
-    ORCHID_CUDA_TRY(relu ? Relu(bf(x), rows(x), decl(x).width, stream_)
-                         : Tanh(bf(x), rows(x), decl(x).width, stream_));
-  } else {
-    ORCHID_CUDA_TRY(relu ? Relu(f32(x), rows(x), decl(x).width, stream_)
-                         : Tanh(f32(x), rows(x), decl(x).width, stream_));
-  }
-  ProfStop(label);
-  return Status::Ok();
+  auto label = [&] { return std::string("Activate ") + (gelu ? "gelu" : relu ? "relu" : "tanh"); };
+  return Launch(label, [&] { return is_bf16(x) ? apply(bf(x)) : apply(f32(x)); });
 }
 
 Status CudaBackend::DoGatherPooled(ops::Buffer tokens, ops::Buffer pooled) {
   ORCHID_RETURN_IF_ERROR(Touch(tokens));
   ORCHID_RETURN_IF_ERROR(Touch(pooled));
-  if (planning_) return Status::Ok();
-  if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
   const int W = decl(pooled).width;
-  ProfStart();
-  if (is_bf16(pooled)) {
-    ORCHID_CUDA_TRY(GatherPooledRows(bf(tokens), W, in_.cu, in_.mode, sb_, bf(pooled), stream_));
-  } else {
-    ORCHID_CUDA_TRY(GatherPooledRows(f32(tokens), W, in_.cu, in_.mode, sb_, f32(pooled), stream_));
-  }
-  ProfStop([] { return std::string("GatherPooled"); });
-  return Status::Ok();
+  return Launch("GatherPooled", [&] {
+    return is_bf16(pooled) ? ORCHID_CUDA_STATUS(GatherPooledRows(bf(tokens), W, in_.cu, in_.mode,
+                                                                 sb_, bf(pooled), stream_))
+                           : ORCHID_CUDA_STATUS(GatherPooledRows(f32(tokens), W, in_.cu, in_.mode,
+                                                                 sb_, f32(pooled), stream_));
+  });
 }
 
 Status CudaBackend::DoPool(ops::Buffer hidden, ops::Buffer out, bool normalize) {
   // (from a bf16 buffer: Supports())
   ORCHID_RETURN_IF_ERROR(Touch(hidden));
   ORCHID_RETURN_IF_ERROR(Touch(out));
-  if (planning_) return Status::Ok();
-  if (!allocated_) return Status::Internal("cuda backend: an op before Allocate");
-  // A kPooled input holds one row per sequence already: pool it as one-row sequences.
-  const int32_t* cu = decl(hidden).rows == ops::Rows::kPooled ? identity_cu_ : in_.cu;
-  const uint8_t* flags = normalize ? in_.norm : zero_flags_;
-  ProfStart();
-  ORCHID_CUDA_TRY(
-      PoolNormalize(bf(hidden), cu, in_.mode, flags, sb_, decl(out).width, f32(out), stream_));
-  ProfStop([] { return std::string("Pool"); });
-  return Status::Ok();
+  return Launch("Pool", [&] {
+    // A kPooled input holds one row per sequence already: pool it as one-row sequences.
+    const int32_t* cu = decl(hidden).rows == ops::Rows::kPooled ? arena_.identity_cu() : in_.cu;
+    const uint8_t* flags = normalize ? in_.norm : arena_.zero_flags();
+    return ORCHID_CUDA_STATUS(
+        PoolNormalize(bf(hidden), cu, in_.mode, flags, sb_, decl(out).width, f32(out), stream_));
+  });
 }
 
 }  // namespace orchid::cuda

@@ -11,7 +11,8 @@
 // accumulation; an fp32 (kAccumulator) output gets that fp32 accumulator plus the fp32 bias
 // unrounded (below).
 //
-// Memory: after the family is loaded, Allocate() makes ONE device arena (zeroed, fixed
+// Memory: weights are uploaded by DeviceMemory (device_memory.h); after the family is loaded,
+// Allocate() makes ONE device arena (ActivationArena, activation_arena.h: zeroed, fixed
 // addresses) holding every declared buffer sized for the largest bucket (kTokens: max_tokens
 // rows; kPooled, kSequences: max_seqs rows; kActivation = bf16, kAccumulator = fp32) and the
 // backend's scratch (below). Nothing is allocated afterwards, so every pass can be captured in
@@ -56,7 +57,10 @@
 // recording what each op needs; without Plan(), Allocate sizes them for the worst case over
 // the declared buffers and weights.
 //
-// Profiling (OpProfiler below, off by default): per-op GPU times of eager passes.
+// Every kernel launch of every op goes through Launch(), which does what each launch needs
+// once: nothing while planning, an error before Allocate, the profiler's timing events around
+// it when this pass is profiled (OpProfiler, op_profiler.h, off by default: per-op GPU times
+// of eager passes).
 //
 // Thread safety: one pass at a time, from one thread (the engine's lock); the stream is the
 // caller's.
@@ -66,13 +70,15 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "backends/cuda/activation_arena.h"
+#include "backends/cuda/device_memory.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/op_profiler.h"
 #include "backends/cuda/op_support.h"
 #include "backends/cuda/ops.h"
 #include "core/status.h"
@@ -80,77 +86,6 @@
 #include "ops/backend.h"
 
 namespace orchid::cuda {
-
-// OpProfiler: where a pass's GPU time goes, for bench/gpu/cuda_check.cpp's `bench --profile`
-// (the device machine has no nsys/ncu). While one is installed (SetOpProfiler), each pass that
-// CudaBackend::Begin() sees outside a stream capture records a pair of timing events around
-// each group of launches of each op, under a label naming the op and what matters of its shape:
-// "Linear n=3072 k=768 gelu: gemm" and, separately, "...: gelu" (the exact-GELU kernel after
-// the GEMM), "...: f32->bf16" (an fp32 input converted first), "...: copy cols" (a padded
-// width); "Norm LayerNorm +res" (a norm that fuses the deferred residual add),
-// "ResidualAdd (flush)" (one it could not fuse), "Attention h=16 kv=8 d=128 causal", "Embed
-// LayerNorm", ... Collect() waits for the recorded events and adds their elapsed times into the
-// per-label totals. A pass under a stream capture (CUDA graphs) records nothing and is counted
-// in skipped_passes(): a replayed graph runs no backend code, so profile with graphs off.
-// Uninstalled (the default) it costs one pointer test per op and records no event; installed,
-// the events change no result (they only add timestamps to the stream). An op's time includes
-// the host's launch gap when the GPU waits for the host (launch-bound passes: batch-1 latency
-// at short lengths); in throughput passes the queue is full and it is the kernels' time.
-// Thread safety: all members lock; install or uninstall between passes only.
-class OpProfiler {
- public:
-  struct Entry {
-    std::string label;
-    int64_t calls = 0;  // timed launch groups
-    double ms = 0;      // summed GPU time (after Collect)
-    double flops = 0;   // Linear GEMMs: 2 m n k summed over the calls (m: the bucket's rows)
-    // Attention: 4 head_dim num_heads (halved when causal) summed over the calls; times the sum
-    // of len^2 over a pass's sequences, divided by passes(), it is the attention FLOPs.
-    double attn_flops_per_len2 = 0;
-  };
-
-  OpProfiler() = default;
-  ~OpProfiler();
-  OpProfiler(const OpProfiler&) = delete;
-  OpProfiler& operator=(const OpProfiler&) = delete;
-
-  // Waits for every recorded event pair, adds the elapsed times into the totals, and keeps
-  // the events for reuse. A failed record or timing since the last Collect is reported here.
-  Status Collect();
-  // Drops the totals and the pass counters (after waiting for the events recorded so far).
-  void Reset();
-  // The totals, one entry per label in the order first seen.
-  std::vector<Entry> entries() const;
-  int64_t passes() const;          // passes recorded
-  int64_t skipped_passes() const;  // passes under a stream capture (nothing recorded)
-
- private:
-  friend class CudaBackend;
-  struct Record {
-    size_t entry;
-    cudaEvent_t start, stop;
-  };
-  void BeginPass(bool capturing);
-  // Start() before a group of launches, Stop() after it: one Record.
-  void Start(cudaStream_t stream);
-  void Stop(cudaStream_t stream, const std::string& label, double flops, double attn);
-  cudaEvent_t TakeEvent();  // (mu_ held)
-  void WaitRecords();       // (mu_ held) elapsed times into the entries, events back to free_
-
-  mutable std::mutex mu_;
-  std::vector<Entry> entries_;
-  std::map<std::string, size_t> index_;           // label -> entries_ index
-  std::vector<Record> records_;                   // recorded, not yet collected
-  std::vector<cudaEvent_t> free_;                 // timing events for reuse
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;  // the open group's pair (Start .. Stop)
-  int64_t passes_ = 0, skipped_ = 0;
-  cudaError_t error_ = cudaSuccess;  // the first failure since the last Collect
-};
-
-// Installs `p` for the passes that begin from now on, process-wide (nullptr: profiling off).
-// The caller keeps `p` alive until it uninstalls it and the last profiled pass has been
-// collected.
-void SetOpProfiler(OpProfiler* p);
 
 class CudaBackend final : public ops::Backend {
  public:
@@ -198,11 +133,9 @@ class CudaBackend final : public ops::Backend {
 
   // A buffer's device memory (its rows for the current bucket come first): bf16 for
   // kActivation, fp32 for kAccumulator buffers. Null before Allocate.
-  void* device(ops::Buffer b) const {
-    return b.valid() && size_t(b.id) < buffers_.size() ? buffers_[size_t(b.id)] : nullptr;
-  }
+  void* device(ops::Buffer b) const { return b.valid() ? arena_.buffer(b.id) : nullptr; }
   float* device_f32(ops::Buffer b) const { return static_cast<float*>(device(b)); }
-  size_t arena_bytes() const { return arena_bytes_; }
+  size_t arena_bytes() const { return arena_.bytes(); }
 
  protected:
   Result<int> DoAddLinear(const Tensor& w, const Tensor* bias, ops::LinearOptions o) override;
@@ -240,60 +173,55 @@ class CudaBackend final : public ops::Backend {
     float* bias = nullptr;  // LayerNorm only
     float eps = 0;
   };
-  // A residual add whose GEMM output waits in delta_ ([rows, width] bf16).
+  // A residual add whose GEMM output waits in the delta scratch ([rows, width] bf16).
   struct Pending {
     ops::Buffer residual;
   };
-  enum Scratch : int { kDelta, kAttention, kConvertIn, kConvertOut, kNumScratch };
-
-  Result<void*> DeviceAlloc(size_t bytes);
-  Result<bf16*> UploadBf16(const float* src, size_t n, size_t padded_n);
-  Result<float*> UploadF32(const Tensor& t);
-  Result<float*> UploadF32(const float* src, size_t n, size_t padded_n);
+  using Scratch = ActivationArena::Scratch;
 
   bool is_bf16(ops::Buffer b) const { return decl(b).precision == ops::Precision::kActivation; }
   // A buffer's rows in the current pass (tb or sb).
   int rows(ops::Buffer b) const;
   bf16* bf(ops::Buffer b) const { return static_cast<bf16*>(device(b)); }
   float* f32(ops::Buffer b) const { return static_cast<float*>(device(b)); }
+  bf16* scratch(Scratch s) const { return arena_.scratch(s); }
   // Records that scratch `s` must hold `width` bf16 columns of rows of `domain` (Plan), or
   // checks that it does (a pass). An fp32 column counts as two.
-  Status NeedScratch(Scratch s, ops::Rows domain, int width);
+  Status NeedScratch(Scratch s, ops::Rows domain, int width) {
+    return arena_.NeedScratch(s, domain, width, tb_, sb_);
+  }
   // Flushes the pending residual add if it targets `b`.
   Status Touch(ops::Buffer b);
   // Flushes the pending residual add, whatever it targets (an element-wise add).
   Status Flush();
-  // Profiling: ProfStart() before an op's group of launches, ProfStop(label) after it; no-ops
-  // (a pointer test, the label never built) unless this pass is profiled.
-  void ProfStart() {
+
+  // Runs one group of an op's launches: `launch()` returns a Status (CudaStatus of the
+  // launcher's error: ORCHID_CUDA_STATUS). Nothing while planning (Plan launches nothing);
+  // Internal before Allocate; timed under `label` (a string, or a callable building it only
+  // when the pass is profiled) with `flops` and `attn` (OpProfiler::Entry) when it is.
+  template <typename Label, typename Fn>
+  Status Launch(const Label& label, Fn&& launch, double flops = 0, double attn = 0) {
+    if (arena_.planning()) return Status::Ok();
+    if (!arena_.allocated()) return Status::Internal("cuda backend: an op before Allocate");
     if (prof_ != nullptr) prof_->Start(stream_);
-  }
-  template <typename Label>
-  void ProfStop(const Label& label, double flops = 0, double attn = 0) {
-    if (prof_ != nullptr) prof_->Stop(stream_, label(), flops, attn);
+    ORCHID_RETURN_IF_ERROR(launch());
+    if (prof_ != nullptr) {
+      if constexpr (std::is_invocable_v<const Label&>) {
+        prof_->Stop(stream_, label(), flops, attn);
+      } else {
+        prof_->Stop(stream_, std::string(label), flops, attn);
+      }
+    }
+    return Status::Ok();
   }
 
   cudaStream_t stream_;
   LtGemm gemm_;
-  std::vector<void*> allocations_;
+  DeviceMemory memory_;  // weights and the arena (freed before gemm_ goes)
   std::vector<LinearLayer> linears_;
   std::vector<NormLayer> norms_;
   std::vector<bf16*> tables_;
-
-  // Arena (after Allocate).
-  bool allocated_ = false;
-  int max_tokens_ = 0, max_seqs_ = 0;
-  size_t arena_bytes_ = 0;
-  std::vector<void*> buffers_;  // by buffer id
-  bf16* scratch_[kNumScratch] = {};
-  size_t scratch_elems_[kNumScratch] = {};  // capacity in bf16 elements
-  int32_t* identity_cu_ = nullptr;          // [max_seqs + 1]: 0, 1, 2, ...
-  uint8_t* zero_flags_ = nullptr;           // [max_seqs]: all 0
-
-  // Plan (before Allocate): the widest need per scratch and row domain.
-  bool planning_ = false;
-  bool planned_ = false;
-  int plan_width_[kNumScratch][3] = {};
+  ActivationArena arena_;
 
   // The current pass.
   Inputs in_;

@@ -24,6 +24,7 @@ inline Status CublasStatus(cublasStatus_t e, const char* what) {
 
 }  // namespace orchid::cuda
 
-#define ORCHID_CUDA_TRY(expr) ORCHID_RETURN_IF_ERROR(::orchid::cuda::CudaStatus((expr), #expr))
+#define ORCHID_CUDA_STATUS(expr) ::orchid::cuda::CudaStatus((expr), #expr)
+#define ORCHID_CUDA_TRY(expr) ORCHID_RETURN_IF_ERROR(ORCHID_CUDA_STATUS(expr))
 #define ORCHID_CUBLAS_TRY(expr) \
   ORCHID_RETURN_IF_ERROR(::orchid::cuda::CublasStatus((expr), #expr))
