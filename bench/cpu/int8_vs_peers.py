@@ -33,7 +33,7 @@ bench/cpu/families_vs_torch.py does; no tokenizer, no process start.
 Models: all-MiniLM-L6-v2 (models/), all-mpnet-base-v2 (models/, the real one) and
 qwen3-0.6b-causal (Qwen3-0.6B's shape, random weights, last-token pooling + L2: the builder of
 families_vs_torch.py, cached in models/bench/, plus Qwen3-Embedding's tokenizer).
-Text: English STS-B *train* sentences (shared/data/stsb; the tests read the test split and their
+Text: English STS-B *train* sentences (tests/data/stsb; the tests read the test split and their
 committed fixtures, whose sentences are removed here), deduplicated, in a seeded shuffle.
 
 Method: threads 2 everywhere (torch.set_num_threads, ORT intra-op threads, OpenVINO

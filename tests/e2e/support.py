@@ -21,7 +21,7 @@ import pytest
 import requests
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED_DATA = REPO.parent / "shared" / "data"
+TEST_DATA = REPO / "tests" / "data"  # STS-B and the rest: tests/data/README.md
 STSB_FIXTURES = REPO / "tests" / "fixtures" / "stsb"
 
 

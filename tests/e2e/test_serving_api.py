@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import requests
 
-from support import (MAX_SEQ_LENGTH, ORCHID_MODEL, REPO, SENTENCES, SHARED_DATA, SHORT,
+from support import (MAX_SEQ_LENGTH, ORCHID_MODEL, REPO, SENTENCES, TEST_DATA, SHORT,
                      OrchidServer, assert_close_to_reference, hf_tokenizer, rows)
 
 FIXTURES = REPO / "models" / "fixtures"
@@ -142,7 +142,7 @@ def test_truncation_direction(two_names):
 # --- rerankers (the random-weight fixtures) ---------------------------------------------------
 
 def stsb_pairs(n):
-    with open(SHARED_DATA / "stsb" / "stsb-en-test.csv", encoding="utf-8") as f:
+    with open(TEST_DATA / "stsb" / "stsb-en-test.csv", encoding="utf-8") as f:
         return [(r[0], r[1]) for r in list(csv.reader(f))[:n]]
 
 

@@ -1,6 +1,6 @@
 // all-MiniLM-L6-v2 through LoadModel + CpuEngine against sentence-transformers' own fp32
 // embeddings (tests/fixtures/minilm, made by make_reference.py there) and against
-// text-embeddings-inference's snapshots (../shared/data/peer-snapshots/tei).
+// text-embeddings-inference's snapshots (tests/data/peer-snapshots/tei).
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -21,7 +21,7 @@ namespace {
 
 const std::string kModelDir = ORCHID_SOURCE_DIR "/models/all-MiniLM-L6-v2";
 const std::string kFixtureDir = ORCHID_SOURCE_DIR "/tests/fixtures/minilm";
-const std::string kTeiDir = ORCHID_SHARED_DIR "/data/peer-snapshots/tei";
+const std::string kTeiDir = ORCHID_SOURCE_DIR "/tests/data/peer-snapshots/tei";
 
 struct Sentence {
   std::string lang, text;
