@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from support import (MAX_SEQ_LENGTH, ORCHID_MODEL, REPO, SENTENCES, TEST_DATA, SHORT,
-                     OrchidServer, assert_close_to_reference, hf_tokenizer, rows)
+                     OrchidServer, assert_close_to_reference, hf_tokenizer, post, rows)
 
 FIXTURES = REPO / "models" / "fixtures"
 REFERENCE = REPO / "tests" / "fixtures" / "models" / "reference"
@@ -26,10 +26,6 @@ def two_names():
     s = OrchidServer("--model", f"beta={ORCHID_MODEL}", model=f"alpha={ORCHID_MODEL}")
     yield s
     assert s.stop() == 0, s.log_text()
-
-
-def post(server, path, body):
-    return requests.post(server.url + path, json=body, timeout=120)
 
 
 def test_models_are_listed_and_selected_by_name(two_names):
