@@ -85,7 +85,7 @@ def test_stsb_spearman_matches_sentence_transformers(server, report):
 
 
 @pytest.mark.parametrize("flags,bound", [
-    # Not bit-faithful: within 1e-3 of sentence-transformers' fp32 Spearman (README, Engine notes).
+    # Not bit-faithful: within 1e-3 of sentence-transformers' fp32 Spearman (docs/engine.md).
     (("--dtype", "bfloat16"), 1e-3),
     # Every product on OpenBLAS instead of the packed kernel: the fp32 bar.
     (("--gemm", "blas"), 5e-5),
