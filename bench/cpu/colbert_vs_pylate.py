@@ -23,7 +23,7 @@ document_length 180) and saved by it, as tests/fixtures/colbert/compare_real_sha
 and BertForSequenceClassification of the same shape (one label) saved by transformers. The
 tokenizer is all-MiniLM-L6-v2's (BERT uncased WordPiece).
 
-Text: STS-B English train sentences (../shared/data/stsb; the tests use the test and dev
+Text: STS-B English train sentences (tests/data/stsb; the tests use the test and dev
 splits), consecutive sentences joined into passages of ~180 tokens; queries are single
 sentences from the end of the file.
 

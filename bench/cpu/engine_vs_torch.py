@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SHARED = os.path.join(os.path.dirname(REPO), "shared", "data")
+SHARED = os.path.join(REPO, "tests", "data")  # STS-B and the tokenizers (tests/data/README.md)
 sys.path.insert(0, os.path.join(REPO, "bench"))
 from plots import plot_after_run  # noqa: E402
 

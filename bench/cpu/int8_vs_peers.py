@@ -41,7 +41,7 @@ Workloads (--workload): short (below), or docs: held-out documents of 300-512 to
 (held_out_docs: STS-B train sentences joined in file order), 64 per model, each truncated at the
 model's maximum (issue 44's long-document workload; results in long-docs-peers-*).
 
-Text: English STS-B *train* sentences (shared/data/stsb; the tests read the test split and their
+Text: English STS-B *train* sentences (tests/data/stsb; the tests read the test split and their
 committed fixtures, whose sentences are removed here), deduplicated, in a seeded shuffle.
 
 Method: threads 2 everywhere (torch.set_num_threads, ORT intra-op threads, OpenVINO

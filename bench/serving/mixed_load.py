@@ -46,7 +46,7 @@ from run import MODEL, ORCHID, REPO, free_port, start, stop  # noqa: E402
 from plots import plot_after_run  # noqa: E402  (bench/, on the path from run)
 
 NAME = "all-MiniLM-L6-v2"
-STSB = REPO.parent / "shared" / "data" / "stsb" / "stsb-en-train.csv"
+STSB = REPO / "tests" / "data" / "stsb" / "stsb-en-train.csv"
 INFINITY = REPO / ".venv-peer" / "bin" / "infinity_emb"
 
 

@@ -37,11 +37,11 @@ from tokenizers import Tokenizer  # noqa: E402
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 from plots import plot_after_run  # noqa: E402
-STSB = REPO.parent / "shared" / "data" / "stsb"
+STSB = REPO / "tests" / "data" / "stsb"
 TOKENIZERS = [
     ("WordPiece (all-MiniLM-L6-v2)", REPO / "models/all-MiniLM-L6-v2/tokenizer.json"),
-    ("Byte-level BPE (Qwen3)", REPO.parent / "shared/data/tokenizers/qwen3/tokenizer.json"),
-    ("BPE + byte fallback (Gemma3)", REPO.parent / "shared/data/tokenizers/gemma3/tokenizer.json"),
+    ("Byte-level BPE (Qwen3)", REPO / "tests/data/tokenizers/qwen3/tokenizer.json"),
+    ("BPE + byte fallback (Gemma3)", REPO / "tests/data/tokenizers/gemma3/tokenizer.json"),
     ("Unigram (unigram_xlmr)", REPO / "tests/fixtures/tokenizer/unigram_xlmr/tokenizer.json"),
 ]
 SIZES = [(32, 500), (514, 200), (8192, 16)]  # (target tokens, number of inputs)

@@ -51,7 +51,7 @@ struct BenchOptions {
   std::string served_model_name;
   std::string api_key;
   std::string reference_dir = "tests/fixtures/minilm";
-  std::string corpus = "../shared/data/stsb/stsb-en-test.csv";
+  std::string corpus = "tests/data/stsb/stsb-en-test.csv";
   std::vector<std::string> suites = {"latency", "throughput", "concurrency"};
   std::vector<int> latency_lengths = {128, 512, 4096};
   std::vector<int> throughput_lengths = {512, 1024, 4096};

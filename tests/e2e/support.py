@@ -21,7 +21,7 @@ import pytest
 import requests
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED_DATA = REPO.parent / "shared" / "data"
+TEST_DATA = REPO / "tests" / "data"  # STS-B and the rest: tests/data/README.md
 STSB_FIXTURES = REPO / "tests" / "fixtures" / "stsb"
 
 
@@ -125,6 +125,40 @@ class OrchidServer(OrchidProcess):
         wait_healthy(self.url, self.deadline, self)
 
 
+def _url(server):
+    return server if isinstance(server, str) else server.url
+
+
+def post(server, path, body, timeout=120):
+    """POSTs `body` as JSON to a running server (an OrchidServer or Gateway, or a base URL);
+    the response, whatever its status."""
+    return requests.post(_url(server) + path, json=body, timeout=timeout)
+
+
+def post_ok(server, path, body, status=200, timeout=60):
+    """post(), failing unless the response has `status`; the response."""
+    r = post(server, path, body, timeout=timeout)
+    assert r.status_code == status, (path, r.status_code, r.text)
+    return r
+
+
+def post_json(server, path, body, status=200, timeout=60):
+    """post_ok()'s response body, parsed."""
+    return post_ok(server, path, body, status, timeout).json()
+
+
+def model_with_prompts(dest, prompts, model=None):
+    """A model directory at `dest`: `model`'s files (ORCHID_MODEL's by default) symlinked, with
+    config_sentence_transformers.json naming `prompts` (no default prompt)."""
+    dest.mkdir()
+    for item in (model or ORCHID_MODEL).iterdir():
+        if item.name != "config_sentence_transformers.json":
+            (dest / item.name).symlink_to(item.resolve())
+    (dest / "config_sentence_transformers.json").write_text(
+        json.dumps({"prompts": prompts, "default_prompt_name": None}))
+    return dest
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -203,6 +237,14 @@ def cosines(a, b):
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     return (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+def assert_rows_close(got, expected, min_cosine=MIN_COSINE):
+    """Rows of the same shape, each at cosine >= min_cosine to its expected row."""
+    got, expected = np.asarray(got, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    assert got.shape == expected.shape
+    cos = cosines(got, expected)
+    assert cos.min() >= min_cosine, cos.min()
 
 
 def assert_close_to_reference(got, indices, what=""):

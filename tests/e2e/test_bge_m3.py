@@ -17,9 +17,10 @@ import subprocess
 
 import numpy as np
 import pytest
-import requests
 
 from support import ORCHID_BIN, REPO, OrchidServer
+from support import assert_rows_close as assert_rows
+from support import post_json as post
 
 GOLDEN = json.loads((REPO / "tests" / "fixtures" / "bge_m3" / "bge-m3.json").read_text())
 MODEL = REPO / "models" / "fixtures" / "bge-m3"
@@ -35,19 +36,6 @@ def server():
     s = OrchidServer("--threads", "1", model=f"bge-m3={MODEL}")
     yield s
     assert s.stop() == 0, s.log_text()
-
-
-def post(server, path, body, status=200):
-    r = requests.post(server.url + path, json=body, timeout=60)
-    assert r.status_code == status, (path, r.status_code, r.text)
-    return r.json()
-
-
-def assert_rows(got, expected):
-    got, expected = np.asarray(got, dtype=np.float64), np.asarray(expected, dtype=np.float64)
-    assert got.shape == expected.shape
-    cos = (got * expected).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(expected, axis=1)
-    assert cos.min() >= 0.99999, cos.min()
 
 
 def test_dense_routes_give_the_dense_vector(server):

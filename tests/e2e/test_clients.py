@@ -13,7 +13,6 @@ prompts added to its config_sentence_transformers.json (query / document / class
 that Cohere's input_type has prompts to select; the scorers are the random-weight BERT fixtures
 (models/fixtures: a one-label cross-encoder, a three-label classifier).
 """
-import json
 
 import cohere
 import numpy as np
@@ -21,8 +20,8 @@ import pytest
 import requests
 from huggingface_hub import InferenceClient
 
-from support import (LONG_INDEX, ORCHID_MODEL, REPO, SENTENCES, SHORT, OrchidProcess,
-                     OrchidServer, decode_base64, rows, wait_healthy)
+from support import (LONG_INDEX, REPO, SENTENCES, SHORT, OrchidProcess,
+                     OrchidServer, decode_base64, model_with_prompts, rows, wait_healthy)
 
 # The cohere client's own use of pydantic's deprecated API (not ours to fix).
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:cohere")
@@ -77,14 +76,7 @@ def deploy(request, model_dir):
 @pytest.fixture(scope="module")
 def prompted_model(tmp_path_factory):
     """all-MiniLM-L6-v2 (symlinked) with named prompts."""
-    model = tmp_path_factory.mktemp("models") / "minilm-prompts"
-    model.mkdir()
-    for item in ORCHID_MODEL.iterdir():
-        if item.name != "config_sentence_transformers.json":
-            (model / item.name).symlink_to(item.resolve())
-    (model / "config_sentence_transformers.json").write_text(
-        json.dumps({"prompts": PROMPTS, "default_prompt_name": None}))
-    return model
+    return model_with_prompts(tmp_path_factory.mktemp("models") / "minilm-prompts", PROMPTS)
 
 
 @pytest.fixture(scope="module", params=["serve", "gateway"])

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import requests
 
-from support import REPO, OrchidServer
+from support import REPO, OrchidServer, cosines
 
 ROOT = REPO / "models" / "conformance"
 GOLDEN = REPO / "tests" / "fixtures" / "conformance" / "golden"
@@ -67,11 +67,6 @@ def served(request):
 
 def post(server, path, body):
     return requests.post(server.url + path, json=dict(body, model="m"), timeout=120)
-
-
-def cosines(got, want):
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    return (got * want).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(want, axis=1)
 
 
 def usable_positions(key):

@@ -182,15 +182,9 @@ def test_prompts_from_the_model_config(tmp_path):
     Qwen3-Embedding): prompt_name / input_type put the prompt before the text, as
     sentence-transformers' encode(prompt_name=...) does, so the result equals embedding the
     prefixed text."""
-    import json as _json
-    from support import ORCHID_MODEL, OrchidServer
-    model = tmp_path / "minilm-with-prompts"
-    model.mkdir()
-    for item in ORCHID_MODEL.iterdir():
-        if item.name != "config_sentence_transformers.json":
-            (model / item.name).symlink_to(item.resolve())
-    (model / "config_sentence_transformers.json").write_text(_json.dumps(
-        {"prompts": {"query": "query: ", "document": "passage: "}, "default_prompt_name": None}))
+    from support import OrchidServer, model_with_prompts
+    model = model_with_prompts(tmp_path / "minilm-with-prompts",
+                               {"query": "query: ", "document": "passage: "})
     s = OrchidServer(model=model)
     try:
         def emb(body):

@@ -12,16 +12,12 @@ import numpy as np
 import pytest
 import requests
 
-from support import EMBEDDINGS, ORCHID_BIN, ORCHID_MODEL, REPO, SENTENCES, OrchidServer, rows
+from support import (EMBEDDINGS, ORCHID_BIN, ORCHID_MODEL, REPO, SENTENCES, OrchidServer, cosines,
+                     rows)
 
 REAL = REPO / "tests" / "fixtures" / "real_models"
 FIDELITY = re.compile(r"--dtype int8 against float32 on (\d+) built-in texts: mean cosine "
                       r"([0-9.]+), minimum ([0-9.]+)")
-
-
-def cosines(got, want):
-    got, want = got.astype(np.float64), want.astype(np.float64)
-    return (got * want).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(want, axis=1)
 
 
 def embed(url, texts):

@@ -17,6 +17,8 @@ import pytest
 import requests
 
 from support import ORCHID_BIN, REPO, OrchidServer
+from support import assert_rows_close as assert_vectors
+from support import post_json as post
 
 GOLDENS = REPO / "tests" / "fixtures" / "colbert"
 RTOL = 1e-5
@@ -31,19 +33,6 @@ def served(request):
     s = OrchidServer("--threads", "1", model=f"colbert={model}")
     yield json.loads((GOLDENS / f"{request.param}.json").read_text()), s
     assert s.stop() == 0, s.log_text()
-
-
-def post(server, path, body, status=200):
-    r = requests.post(server.url + path, json=body, timeout=60)
-    assert r.status_code == status, (path, r.status_code, r.text)
-    return r.json()
-
-
-def assert_vectors(got, expected):
-    got, expected = np.asarray(got, dtype=np.float64), np.asarray(expected, dtype=np.float64)
-    assert got.shape == expected.shape
-    cos = (got * expected).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(expected, axis=1)
-    assert cos.min() >= 0.99999, cos.min()
 
 
 @pytest.mark.parametrize("kind", ["queries", "documents"])

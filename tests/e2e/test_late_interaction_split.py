@@ -19,6 +19,7 @@ import pytest
 import requests
 
 from support import REPO, Gateway, OrchidServer, Worker, metric
+from support import post_ok as post
 
 GOLDENS = REPO / "tests" / "fixtures" / "colbert"
 RTOL = 1e-5
@@ -41,12 +42,6 @@ def split(request):
     assert serve.stop() == 0, serve.log_text()
     for w in workers:
         w.proc.stop()
-
-
-def post(url, path, body, status=200):
-    r = requests.post(url + path, json=body, timeout=60)
-    assert r.status_code == status, (path, r.status_code, r.text)
-    return r
 
 
 # Reply ids and creation times differ from one answer to the next; nothing else may.

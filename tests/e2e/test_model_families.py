@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import requests
 
-from support import REPO, SHARED_DATA, OrchidServer
+from support import REPO, TEST_DATA, OrchidServer, post
 
 FIXTURES = REPO / "models" / "fixtures"
 REFERENCE = REPO / "tests" / "fixtures" / "models" / "reference"
@@ -30,7 +30,7 @@ MODELS = EMBEDDERS + SCORERS + CLASSIFIERS
 
 
 def stsb(lang, n):
-    with open(SHARED_DATA / "stsb" / f"stsb-{lang}-test.csv", encoding="utf-8") as f:
+    with open(TEST_DATA / "stsb" / f"stsb-{lang}-test.csv", encoding="utf-8") as f:
         return [(r[0], r[1]) for r in list(csv.reader(f))[:n]]
 
 
@@ -42,10 +42,6 @@ PAIRS = stsb("en", 8) + stsb("de", 4)
 def expected(name, n):
     with open(REFERENCE / f"{name}.json", encoding="utf-8") as f:
         return np.asarray([s["expected"] for s in json.load(f)["sequences"][:n]], dtype=np.float64)
-
-
-def post(url, path, body):
-    return requests.post(url + path, json=body, timeout=120)
 
 
 def check_models(url):

@@ -12,7 +12,6 @@ Generation is deterministic (the same cases every run) and bounded (EXAMPLES cas
 and phase, a minute or so per server on two cores); tests/e2e/schemathesis.toml lists the two
 documented statuses the default checks do not expect.
 """
-import json
 import os
 import shutil
 import subprocess
@@ -21,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from support import ORCHID_MODEL, REPO, OrchidProcess, OrchidServer, wait_healthy
+from support import (ORCHID_MODEL, REPO, OrchidProcess, OrchidServer, model_with_prompts,
+                     wait_healthy)
 
 FIXTURES = REPO / "models" / "fixtures"
 CONFIG = Path(__file__).with_name("schemathesis.toml")
@@ -57,14 +57,7 @@ def fixture_dir(name):
 
 def prompted(tmp_path):
     """all-MiniLM-L6-v2 (symlinked) with named prompts: prompt_name's enum is not empty."""
-    model = tmp_path / "minilm-prompts"
-    model.mkdir()
-    for item in ORCHID_MODEL.iterdir():
-        if item.name != "config_sentence_transformers.json":
-            (model / item.name).symlink_to(item.resolve())
-    (model / "config_sentence_transformers.json").write_text(json.dumps(
-        {"prompts": {"query": "query: ", "document": "passage: "}, "default_prompt_name": None}))
-    return model
+    return model_with_prompts(tmp_path / "minilm-prompts", {"query": "query: ", "document": "passage: "})
 
 
 @pytest.mark.parametrize("model", ["embedder", "embedder-with-prompts", "bert-cross-encoder",

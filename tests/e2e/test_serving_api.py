@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import requests
 
-from support import (MAX_SEQ_LENGTH, ORCHID_MODEL, REPO, SENTENCES, SHARED_DATA, SHORT,
-                     OrchidServer, assert_close_to_reference, hf_tokenizer, rows)
+from support import (MAX_SEQ_LENGTH, ORCHID_MODEL, REPO, SENTENCES, TEST_DATA, SHORT,
+                     OrchidServer, assert_close_to_reference, hf_tokenizer, post, rows)
 
 FIXTURES = REPO / "models" / "fixtures"
 REFERENCE = REPO / "tests" / "fixtures" / "models" / "reference"
@@ -26,10 +26,6 @@ def two_names():
     s = OrchidServer("--model", f"beta={ORCHID_MODEL}", model=f"alpha={ORCHID_MODEL}")
     yield s
     assert s.stop() == 0, s.log_text()
-
-
-def post(server, path, body):
-    return requests.post(server.url + path, json=body, timeout=120)
 
 
 def test_models_are_listed_and_selected_by_name(two_names):
@@ -142,7 +138,7 @@ def test_truncation_direction(two_names):
 # --- rerankers (the random-weight fixtures) ---------------------------------------------------
 
 def stsb_pairs(n):
-    with open(SHARED_DATA / "stsb" / "stsb-en-test.csv", encoding="utf-8") as f:
+    with open(TEST_DATA / "stsb" / "stsb-en-test.csv", encoding="utf-8") as f:
         return [(r[0], r[1]) for r in list(csv.reader(f))[:n]]
 
 

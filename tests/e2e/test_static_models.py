@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import requests
 
-from support import REPO, OrchidServer
+from support import REPO, OrchidServer, post
 
 HERE = REPO / "tests" / "fixtures" / "static"
 REFERENCE = HERE / "reference"
@@ -31,10 +31,6 @@ BUILD = _build_module()
 REF = json.loads((REFERENCE / "texts.json").read_text(encoding="utf-8"))
 TEXTS = REF["texts"]
 M2V_IDS = REF["model2vec_ids"]
-
-
-def post(url, path, body):
-    return requests.post(url + path, json=body, timeout=120)
 
 
 def read_table(path):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import requests
 
-from support import SHARED_DATA, STSB_FIXTURES, OrchidServer, rows
+from support import TEST_DATA, STSB_FIXTURES, OrchidServer, rows
 
 CHUNK = 128
 
@@ -51,7 +51,7 @@ def stsb_spearman(url):
 def stsb_spearman_of(url, expected_pairs=1379):
     """The Spearman correlation of the server's cosine similarities with the STS-B English test
     set's gold scores."""
-    with open(SHARED_DATA / "stsb" / "stsb-en-test.csv", newline="", encoding="utf-8") as f:
+    with open(TEST_DATA / "stsb" / "stsb-en-test.csv", newline="", encoding="utf-8") as f:
         pairs = [(r[0], r[1], float(r[2])) for r in csv.reader(f)]
     assert len(pairs) == expected_pairs
 
@@ -85,7 +85,7 @@ def test_stsb_spearman_matches_sentence_transformers(server, report):
 
 
 @pytest.mark.parametrize("flags,bound", [
-    # Not bit-faithful: within 1e-3 of sentence-transformers' fp32 Spearman (README, Engine notes).
+    # Not bit-faithful: within 1e-3 of sentence-transformers' fp32 Spearman (docs/engine.md).
     (("--dtype", "bfloat16"), 1e-3),
     # Every product on OpenBLAS instead of the packed kernel: the fp32 bar.
     (("--gemm", "blas"), 5e-5),

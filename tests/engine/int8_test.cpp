@@ -19,6 +19,7 @@
 #include "runtime/cpu_engine.h"
 #include "runtime/int8_cache.h"
 #include "runtime/int8_samples.h"
+#include "support/test_support.h"
 #include "tokenizer/tokenizer.h"
 
 namespace orchid {
@@ -357,17 +358,6 @@ TEST(Int8LoadTest, FidelityIsTheCosineOfInt8AgainstFloat32OnTheGateTexts) {
   }
 }
 
-// The cosine of two rows of n floats, in double.
-double RowCosine(const float* x, const float* y, size_t n) {
-  double xy = 0, xx = 0, yy = 0;
-  for (size_t i = 0; i < n; ++i) {
-    xy += double(x[i]) * y[i];
-    xx += double(x[i]) * x[i];
-    yy += double(y[i]) * y[i];
-  }
-  return xy / std::sqrt(xx * yy);
-}
-
 // A late-interaction (ColBERT) model's gate measures what its users get: each token's projected
 // vector against float32's, one by one (mean and minimum over all of them), not the pooled row
 // such a model never serves. The vectors compared are the engine's per-token output.
@@ -395,7 +385,7 @@ TEST(Int8LoadTest, AColbertModelsFidelityIsOverItsTokenVectors) {
   ASSERT_TRUE(loaded->model->Run(*batch, &pool, pb.data(), true).ok());
   double sum = 0, min = 1;
   for (size_t t = 0; t < tokens; ++t) {
-    const double c = RowCosine(a.data() + t * width, b.data() + t * width, width);
+    const double c = testing_util::Cosine(a.data() + t * width, b.data() + t * width, width);
     sum += c;
     min = std::min(min, c);
   }
@@ -405,8 +395,8 @@ TEST(Int8LoadTest, AColbertModelsFidelityIsOverItsTokenVectors) {
   double pooled_min = 1;
   for (int s = 0; s < batch->num_sequences(); ++s) {
     const size_t w = size_t(info.output_dim());
-    pooled_min =
-        std::min(pooled_min, RowCosine(pa.data() + size_t(s) * w, pb.data() + size_t(s) * w, w));
+    pooled_min = std::min(
+        pooled_min, testing_util::Cosine(pa.data() + size_t(s) * w, pb.data() + size_t(s) * w, w));
   }
   EXPECT_NE(info.fidelity.min_cosine, pooled_min) << "the gate measured the pooled rows";
 
@@ -448,10 +438,10 @@ TEST(Int8LoadTest, BgeM3FidelityIsOverItsDenseRowsAndTokenRows) {
   ASSERT_TRUE(loaded->model->Run(*batch, &pool, db.data(), false).ok());
   std::vector<double> cosines;
   for (size_t s = 0; s < seqs; ++s) {
-    cosines.push_back(RowCosine(da.data() + s * dim, db.data() + s * dim, dim));
+    cosines.push_back(testing_util::Cosine(da.data() + s * dim, db.data() + s * dim, dim));
   }
   for (size_t t = 0; t < tokens; ++t) {
-    cosines.push_back(RowCosine(ta.data() + t * width, tb.data() + t * width, width));
+    cosines.push_back(testing_util::Cosine(ta.data() + t * width, tb.data() + t * width, width));
   }
   double sum = 0, min = 1;
   for (double c : cosines) {

@@ -2,9 +2,9 @@
 // loaded and run (an unpruned and a pruned pass, as the engine plans) on the recording backend
 // whose Supports() is the CUDA backend's own (backends/cuda/op_support.h: the function
 // CudaBackend asks before every op). A model is served on CUDA exactly when the registry's
-// CheckBackend(kCuda) (its pooling mode) and every recorded call accept it, and the README's model
-// table must say the same, row by row: "yes" when every fixture of the row is served, "no" when
-// none is, "partly" otherwise.
+// CheckBackend(kCuda) (its pooling mode) and every recorded call accept it, and the model table
+// in docs/models.md (its CUDA column) must say the same, row by row: "yes" when every fixture of
+// the row is served, "no" when none is, "partly" otherwise.
 //
 // The fixtures are small: their attention heads (8-16 wide) are narrower than any head width
 // the attention kernel is instantiated for, a size and not a family matter. Their Attention
@@ -60,9 +60,9 @@ Status CudaVerdict(const std::string& dir,
   return Status::Ok();
 }
 
-// README.md's model table: family (first cell) -> the CUDA cell (last).
-std::map<std::string, std::string> ReadmeCudaColumn() {
-  std::ifstream in(ORCHID_SOURCE_DIR "/README.md");
+// docs/models.md's model table: family (first cell) -> the CUDA cell (last).
+std::map<std::string, std::string> ModelTableCudaColumn() {
+  std::ifstream in(ORCHID_SOURCE_DIR "/docs/models.md");
   std::map<std::string, std::string> out;
   std::string line;
   bool table = false;
@@ -88,8 +88,8 @@ std::map<std::string, std::string> ReadmeCudaColumn() {
   return out;
 }
 
-// Each README row and the fixtures that stand for it (models/fixtures, the default model, and
-// conformance directories for the decoders' rotary scaling and sliding windows).
+// Each row of that table and the fixtures that stand for it (models/fixtures, the default model,
+// and conformance directories for the decoders' rotary scaling and sliding windows).
 const std::vector<std::pair<std::string, std::vector<std::string>>> kRows = {
     {"BERT", {"all-MiniLM-L6-v2"}},
     {"XLM-RoBERTa / RoBERTa / CamemBERT", {"fixtures/xlmr-embed", "fixtures/roberta-embed"}},
@@ -124,11 +124,11 @@ TEST(CudaAdmissionTest, ReadmeSaysWhatTheCudaOpsServe) {
       !std::filesystem::exists(kRoot + "conformance/st6.3-tf5.25/llama-linear/config.json")) {
     GTEST_SKIP() << "run `make fixtures`";
   }
-  const std::map<std::string, std::string> readme = ReadmeCudaColumn();
-  ASSERT_EQ(readme.size(), kRows.size()) << "README.md's model table has other rows";
+  const std::map<std::string, std::string> readme = ModelTableCudaColumn();
+  ASSERT_EQ(readme.size(), kRows.size()) << "docs/models.md's model table has other rows";
   for (const auto& [row, dirs] : kRows) {
     SCOPED_TRACE(row);
-    ASSERT_EQ(readme.count(row), 1u) << "no README row";
+    ASSERT_EQ(readme.count(row), 1u) << "no row in docs/models.md";
     if (!std::filesystem::exists(kRoot + dirs.front())) {
       // Fixtures newer than the models/ tree (`make fixtures` builds them; unit-test runs it).
       std::cout << "[ skipped  ] " << row << ": no " << kRoot + dirs.front() << "\n";
@@ -145,8 +145,8 @@ TEST(CudaAdmissionTest, ReadmeSaysWhatTheCudaOpsServe) {
     }
     const std::string want = served == int(dirs.size()) ? "yes" : served == 0 ? "no" : "partly";
     EXPECT_EQ(readme.at(row).substr(0, want.size()), want)
-        << "README says \"" << readme.at(row) << "\"; the CUDA ops serve " << served << " of "
-        << dirs.size() << why;
+        << "docs/models.md says \"" << readme.at(row) << "\"; the CUDA ops serve " << served
+        << " of " << dirs.size() << why;
   }
 }
 

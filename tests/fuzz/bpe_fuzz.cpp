@@ -11,12 +11,12 @@ const orchid::Tokenizer* g_gemma3 = nullptr;
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  g_qwen3 =
-      orchid::fuzz::LoadOrDie(orchid::fuzz::SharedPath("data/tokenizers/qwen3/tokenizer.json"))
-          .release();
-  g_gemma3 =
-      orchid::fuzz::LoadOrDie(orchid::fuzz::SharedPath("data/tokenizers/gemma3/tokenizer.json"))
-          .release();
+  g_qwen3 = orchid::fuzz::LoadOrDie(
+                orchid::fuzz::SourcePath("tests/data/tokenizers/qwen3/tokenizer.json"))
+                .release();
+  g_gemma3 = orchid::fuzz::LoadOrDie(
+                 orchid::fuzz::SourcePath("tests/data/tokenizers/gemma3/tokenizer.json"))
+                 .release();
   return 0;
 }
 

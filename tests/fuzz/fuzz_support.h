@@ -1,6 +1,7 @@
 // Shared by the fuzz targets: finding the real tokenizers they load once, and loading them.
-// Paths come from the compile definitions ORCHID_SOURCE_DIR / ORCHID_SHARED_DIR (the repo and
-// ../shared), overridable at run time with the environment variables of the same names.
+// Paths come from the compile definition ORCHID_SOURCE_DIR (the repo; the tokenizers are laid
+// out under tests/data by scripts/fetch-test-data.sh), overridable at run time with the
+// environment variable of the same name.
 #pragma once
 
 #include <cstdio>
@@ -19,9 +20,6 @@ inline std::string DirFromEnv(const char* name, const char* fallback) {
 }
 inline std::string SourcePath(const std::string& rel) {
   return DirFromEnv("ORCHID_SOURCE_DIR", ORCHID_SOURCE_DIR) + "/" + rel;
-}
-inline std::string SharedPath(const std::string& rel) {
-  return DirFromEnv("ORCHID_SHARED_DIR", ORCHID_SHARED_DIR) + "/" + rel;
 }
 
 // A fuzzer without its tokenizer would fuzz nothing: failing to load is fatal.

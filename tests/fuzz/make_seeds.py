@@ -16,7 +16,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-STSB = REPO.parent / "shared" / "data" / "stsb"
+STSB = REPO / "tests" / "data" / "stsb"
 MODEL = REPO / "models" / "all-MiniLM-L6-v2"
 CORPUS = HERE / "corpus"
 

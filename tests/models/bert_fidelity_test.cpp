@@ -1,6 +1,6 @@
 // all-MiniLM-L6-v2 through LoadModel + CpuEngine against sentence-transformers' own fp32
 // embeddings (tests/fixtures/minilm, made by make_reference.py there) and against
-// text-embeddings-inference's snapshots (../shared/data/peer-snapshots/tei).
+// text-embeddings-inference's snapshots (tests/data/peer-snapshots/tei).
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -13,15 +13,18 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cpu_engine.h"
 #include "description/registry.h"
+#include "runtime/cpu_engine.h"
+#include "support/test_support.h"
 
 namespace orchid {
 namespace {
 
+using orchid::testing_util::Cosine;
+
 const std::string kModelDir = ORCHID_SOURCE_DIR "/models/all-MiniLM-L6-v2";
 const std::string kFixtureDir = ORCHID_SOURCE_DIR "/tests/fixtures/minilm";
-const std::string kTeiDir = ORCHID_SHARED_DIR "/data/peer-snapshots/tei";
+const std::string kTeiDir = ORCHID_SOURCE_DIR "/tests/data/peer-snapshots/tei";
 
 struct Sentence {
   std::string lang, text;
@@ -36,12 +39,6 @@ struct Fixture {
   const float* reference(size_t i) const { return embeddings.data() + i * size_t(dim); }
 };
 
-std::vector<int32_t> ReadIds(simdjson::dom::element arr) {
-  std::vector<int32_t> ids;
-  for (auto v : arr.get_array()) ids.push_back(int32_t(v.get_int64().value()));
-  return ids;
-}
-
 // Returns an error message, or "" with *out filled.
 std::string LoadFixture(Fixture* out) {
   simdjson::dom::parser parser;
@@ -54,11 +51,11 @@ std::string LoadFixture(Fixture* out) {
     Sentence st;
     st.lang = std::string(s["lang"].get_string().value());
     st.text = std::string(s["text"].get_string().value());
-    st.ids = ReadIds(s["ids"].value());
+    st.ids = testing_util::Int32Array(s["ids"].value());
     out->sentences.push_back(std::move(st));
   }
-  out->tei_question = ReadIds(doc["tei"]["What is Deep Learning?"].value());
-  out->tei_answer = ReadIds(doc["tei"]["Deep Learning is..."].value());
+  out->tei_question = testing_util::Int32Array(doc["tei"]["What is Deep Learning?"].value());
+  out->tei_answer = testing_util::Int32Array(doc["tei"]["Deep Learning is..."].value());
   std::ifstream f(kFixtureDir + "/embeddings.f32", std::ios::binary);
   out->embeddings.resize(out->sentences.size() * size_t(out->dim));
   f.read(reinterpret_cast<char*>(out->embeddings.data()),
@@ -80,16 +77,6 @@ std::vector<std::vector<float>> ReadSnap(const std::string& path) {
     }
   }
   return rows;
-}
-
-double Cosine(const float* a, const float* b, int n) {
-  double ab = 0, aa = 0, bb = 0;
-  for (int i = 0; i < n; ++i) {
-    ab += double(a[i]) * b[i];
-    aa += double(a[i]) * a[i];
-    bb += double(b[i]) * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
 }
 
 double MaxAbsDiff(const float* a, const float* b, int n) {

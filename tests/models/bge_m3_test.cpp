@@ -20,10 +20,13 @@
 #include "description/registry.h"
 #include "engine/ragged_batch.h"
 #include "runtime/cpu_engine.h"
+#include "support/test_support.h"
 #include "tokenizer/tokenizer.h"
 
 namespace orchid {
 namespace {
+
+using orchid::testing_util::Cosine;
 
 const std::string kDir = ORCHID_SOURCE_DIR "/models/fixtures/bge-m3";
 const std::string kGolden = ORCHID_SOURCE_DIR "/tests/fixtures/bge_m3/bge-m3.json";
@@ -76,16 +79,6 @@ struct GoldenText {
   std::vector<std::vector<double>> colbert;
 };
 
-double Cosine(const float* a, const std::vector<double>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    ab += a[i] * b[i];
-    aa += double(a[i]) * a[i];
-    bb += b[i] * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
-}
-
 TEST(BgeM3Model, DescribedAsDensePlusAPerTokenHead) {
   if (!std::filesystem::exists(kDir + "/config.json")) {
     GTEST_FAIL() << kDir << " is missing: run `make fixtures`";
@@ -126,16 +119,12 @@ TEST(BgeM3Model, OnePassMatchesFlagEmbedding) {
   for (auto t : doc["texts"].get_array()) {
     GoldenText x;
     x.text = std::string(t["text"].get_string().value());
-    for (auto v : t["input_ids"].get_array()) x.ids.push_back(int32_t(v.get_int64().value()));
-    for (auto v : t["dense"].get_array()) x.dense.push_back(v.get_double().value());
+    x.ids = testing_util::Int32Array(t["input_ids"].value());
+    x.dense = testing_util::DoubleArray(t["dense"].value());
     for (auto [k, v] : t["lexical"].get_object()) {
       x.lexical[int32_t(std::stol(std::string(k)))] = v.get_double().value();
     }
-    for (auto row : t["colbert"].get_array()) {
-      std::vector<double> r;
-      for (auto v : row.get_array()) r.push_back(v.get_double().value());
-      x.colbert.push_back(std::move(r));
-    }
+    for (auto row : t["colbert"].get_array()) x.colbert.push_back(testing_util::DoubleArray(row));
     texts.push_back(std::move(x));
   }
   ASSERT_FALSE(texts.empty());

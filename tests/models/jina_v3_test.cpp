@@ -19,9 +19,12 @@
 
 #include "description/registry.h"
 #include "runtime/cpu_engine.h"
+#include "support/test_support.h"
 
 namespace orchid {
 namespace {
+
+using orchid::testing_util::Cosine;
 
 const std::string kModels = ORCHID_SOURCE_DIR "/models/fixtures";
 const std::string kReference = ORCHID_SOURCE_DIR "/tests/fixtures/jina_v3/reference";
@@ -42,10 +45,7 @@ Reference Read(const std::string& name) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   const std::string path = kReference + "/" + name + ".json";
-  if (parser.load(path).get(doc)) {
-    ADD_FAILURE() << "cannot read " << path;
-    return r;
-  }
+  if (!testing_util::LoadJson(parser, path, &doc)) return r;
   for (auto t : doc["tasks"].get_array()) r.tasks.emplace_back(std::string_view(t.get_string()));
   for (auto c : doc["cases"].get_array()) {
     Row row;
@@ -56,8 +56,8 @@ Reference Read(const std::string& name) {
       }
       EXPECT_GT(row.adapter, 0) << task;
     }
-    for (auto v : c["ids"].get_array()) row.ids.push_back(int32_t(v.get_int64().value()));
-    for (auto v : c["expected"].get_array()) row.expected.push_back(v.get_double().value());
+    row.ids = testing_util::Int32Array(c["ids"].value());
+    row.expected = testing_util::DoubleArray(c["expected"].value());
     r.rows.push_back(std::move(row));
   }
   return r;
@@ -87,16 +87,6 @@ Embeddings Run(Engine* engine, const std::vector<const Row*>& rows) {
   Result<Embeddings> out = engine->Submit(std::move(b)).wait();
   EXPECT_TRUE(out.ok()) << out.status().ToString();
   return out.ok() ? std::move(out).value() : Embeddings{};
-}
-
-double Cosine(const float* a, const std::vector<double>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    ab += a[i] * b[i];
-    aa += double(a[i]) * a[i];
-    bb += b[i] * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
 }
 
 void CheckModel(const std::string& name) {

@@ -17,10 +17,13 @@
 #include "description/registry.h"
 #include "engine/ragged_batch.h"
 #include "runtime/cpu_engine.h"
+#include "support/test_support.h"
 #include "tokenizer/tokenizer.h"
 
 namespace orchid {
 namespace {
+
+using orchid::testing_util::Cosine;
 
 const std::string kFixtures = ORCHID_SOURCE_DIR "/models/fixtures/";
 const std::string kGoldens = ORCHID_SOURCE_DIR "/tests/fixtures/colbert/";
@@ -41,39 +44,18 @@ Golden ReadGolden(const std::string& name) {
   Golden g;
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
-  if (parser.load(kGoldens + name + ".json").get(doc)) {
-    ADD_FAILURE() << "cannot read " << kGoldens << name << ".json";
-    return g;
-  }
+  if (!testing_util::LoadJson(parser, kGoldens + name + ".json", &doc)) return g;
   for (auto [key, out] : {std::pair{"queries", &g.queries}, {"documents", &g.documents}}) {
     for (auto t : doc[key].get_array()) {
       Text x;
       x.text = std::string(t["text"].get_string().value());
-      for (auto v : t["input_ids"].get_array()) x.ids.push_back(int32_t(v.get_int64().value()));
-      for (auto row : t["vectors"].get_array()) {
-        std::vector<double> r;
-        for (auto v : row.get_array()) r.push_back(v.get_double().value());
-        x.vectors.push_back(std::move(r));
-      }
+      x.ids = testing_util::Int32Array(t["input_ids"].value());
+      for (auto row : t["vectors"].get_array()) x.vectors.push_back(testing_util::DoubleArray(row));
       out->push_back(std::move(x));
     }
   }
-  for (auto row : doc["scores"].get_array()) {
-    std::vector<double> r;
-    for (auto v : row.get_array()) r.push_back(v.get_double().value());
-    g.scores.push_back(std::move(r));
-  }
+  for (auto row : doc["scores"].get_array()) g.scores.push_back(testing_util::DoubleArray(row));
   return g;
-}
-
-double Cosine(const float* a, const std::vector<double>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    ab += a[i] * b[i];
-    aa += double(a[i]) * a[i];
-    bb += b[i] * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
 }
 
 TEST(LateInteraction, DescribesPyLateDirectory) {

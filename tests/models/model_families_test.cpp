@@ -23,9 +23,12 @@
 #include "backends/cpu/thread_pool.h"
 #include "description/registry.h"
 #include "runtime/cpu_engine.h"
+#include "support/test_support.h"
 
 namespace orchid {
 namespace {
+
+using orchid::testing_util::Cosine;
 
 const std::string kModels = ORCHID_SOURCE_DIR "/models/fixtures";
 const std::string kReference = ORCHID_SOURCE_DIR "/tests/fixtures/models/reference";
@@ -41,23 +44,15 @@ Case ReadCase(const std::string& name) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   const std::string path = kReference + "/" + name + ".json";
-  if (parser.load(path).get(doc)) {
-    ADD_FAILURE() << "cannot read " << path;
-    return c;
-  }
+  if (!testing_util::LoadJson(parser, path, &doc)) return c;
   c.score = std::string_view(doc["kind"].get_string().value()) == "score";
   for (auto s : doc["sequences"].get_array()) {
-    std::vector<int32_t> ids, types;
-    for (auto v : s["ids"].get_array()) ids.push_back(int32_t(v.get_int64().value()));
+    c.ids.push_back(testing_util::Int32Array(s["ids"].value()));
     simdjson::dom::array t;
-    if (!s["type_ids"].get_array().get(t)) {
-      for (auto v : t) types.push_back(int32_t(v.get_int64().value()));
-    }
-    std::vector<double> e;
-    for (auto v : s["expected"].get_array()) e.push_back(v.get_double().value());
-    c.ids.push_back(std::move(ids));
-    c.type_ids.push_back(std::move(types));
-    c.expected.push_back(std::move(e));
+    const bool typed = s["type_ids"].get_array().get(t) == simdjson::SUCCESS;
+    c.type_ids.push_back(typed ? testing_util::Int32Array(s["type_ids"].value())
+                               : std::vector<int32_t>{});
+    c.expected.push_back(testing_util::DoubleArray(s["expected"].value()));
   }
   return c;
 }
@@ -74,16 +69,6 @@ std::unique_ptr<Engine> Load(const std::string& name, WeightType type = WeightTy
     return nullptr;
   }
   return MakeCpuEngine(std::move(model).value(), {.num_threads = 2});
-}
-
-double Cosine(const float* a, const std::vector<double>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    ab += a[i] * b[i];
-    aa += double(a[i]) * a[i];
-    bb += b[i] * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
 }
 
 // Runs the sequences `order` names as one batch; rows come back in that order.

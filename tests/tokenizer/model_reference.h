@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -27,7 +26,7 @@ struct ReferenceTokenizer {
   std::string name;
   std::string type;  // "BPE", "Unigram"
   std::string json;  // inline tokenizer.json, or
-  std::string file;  // a path ("" when inline); may not exist (shared data)
+  std::string file;  // a path in the repo ("" when inline)
   std::vector<ReferenceEncode> encodes;
 };
 
@@ -68,8 +67,7 @@ inline const ModelReference& GetModelReference() {
         if (rec["json"].get(s) == simdjson::SUCCESS) t.json = std::string(s);
         if (rec["file"].get(s) == simdjson::SUCCESS) {
           const std::string rel(s);
-          t.file = rel.rfind("shared:", 0) == 0 ? std::string(ORCHID_SHARED_DIR) + "/data/" + rel.substr(7)
-                                                : std::string(ORCHID_SOURCE_DIR) + "/" + rel;
+          t.file = std::string(ORCHID_SOURCE_DIR) + "/" + rel;
         }
         by_name[t.name] = r->tokenizers.size();
         r->tokenizers.push_back(std::move(t));
@@ -104,11 +102,12 @@ inline const ModelReference& GetModelReference() {
   return *ref;
 }
 
-// Loads a reference tokenizer; nullptr (and a message) when its file is absent.
+// Loads a reference tokenizer; nullptr (and a failure) when it cannot be loaded: a file that is
+// absent fails the test rather than skipping it (scripts/fetch-test-data.sh lays the files out).
 inline std::unique_ptr<Tokenizer> LoadReferenceTokenizer(const ReferenceTokenizer& t) {
   if (!t.file.empty()) {
     if (!std::ifstream(t.file).good()) {
-      std::printf("[ SKIPPED  ] %s: %s not found\n", t.name.c_str(), t.file.c_str());
+      ADD_FAILURE() << t.name << ": " << t.file << " not found (run scripts/fetch-test-data.sh)";
       return nullptr;
     }
     auto r = Tokenizer::FromFile(t.file);

@@ -14,6 +14,8 @@
 // very same weights. A scorer's logits must equal its head applied on the host (double) to the
 // embedder's pooled vector, and a pruned last layer (CLS / last-token pooling) must agree with
 // the full one; where the CPU engine is linked, the scores must also match it.
+#include "runtime/cuda/cuda_engine.h"
+
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -27,7 +29,7 @@
 #include <vector>
 
 #include "models/safetensors_writer.h"
-#include "runtime/cuda/cuda_engine.h"
+#include "support/test_support.h"
 
 #if ORCHID_HAVE_CPU_ENGINE
 #include "runtime/cpu_engine.h"
@@ -36,6 +38,8 @@
 
 namespace orchid::cuda {
 namespace {
+
+using orchid::testing_util::Cosine;
 
 std::string TestModelDir() {
   if (const char* env = std::getenv("ORCHID_CUDA_TEST_MODEL"); env != nullptr && *env != '\0') {
@@ -66,16 +70,6 @@ RaggedBatch RandomBatch(std::mt19937& rng, const std::vector<int>& lens, int voc
     b.Add(ids.data(), n, pool, norm);
   }
   return b;
-}
-
-double Cosine(const float* a, const float* b, int n) {
-  double ab = 0, aa = 0, bb = 0;
-  for (int i = 0; i < n; ++i) {
-    ab += double(a[i]) * b[i];
-    aa += double(a[i]) * a[i];
-    bb += double(b[i]) * b[i];
-  }
-  return ab / std::sqrt(std::max(aa * bb, 1e-300));
 }
 
 void ExpectSameEmbeddings(const Embeddings& a, const Embeddings& b, double min_cos,
