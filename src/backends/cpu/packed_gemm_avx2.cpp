@@ -282,8 +282,10 @@ namespace {
 // widened weight vectors and one broadcast x), on x widened by WidenRowsAvx2 (row r at
 // xf[(r - r0) * ldf]): the same products as TileBf16Fma, in the same order.
 template <int MB>
-ORCHID_NO_SANITIZE ORCHID_AVX2 inline void TileBf16Avx2(const Bf16Job& j, const float* xf, int ldf,
-                                                        int r, int p) {
+ORCHID_ALWAYS_INLINE ORCHID_NO_SANITIZE ORCHID_AVX2 inline void TileBf16Avx2(const Bf16Job& j,
+                                                                             const float* xf,
+                                                                             int ldf, int r,
+                                                                             int p) {
   const int pairs = j.w.pairs();
   const bf16* wp = j.w.panel(p);
   const __m256i high = _mm256_set1_epi32(int(0xffff0000u));

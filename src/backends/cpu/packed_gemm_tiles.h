@@ -25,6 +25,13 @@
 // ASan anyway.
 #define ORCHID_NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
 
+// For a tile function that must melt into its caller's loops. GCC's inliner weighs a function
+// by the calls its translation unit holds: when the kernels moved into files of their own
+// (2026-12-05), it left TileBf16Avx2<2..5> out of line, and the bfloat16 AVX2 path ran 1.07-1.42x
+// slower than when one file held them all (bench/results/ab-engines-20261205-125504.md;
+// inlined again: 0.98-1.04x, ab-engines-20261205-135726.md).
+#define ORCHID_ALWAYS_INLINE __attribute__((always_inline))
+
 namespace orchid::tiles {
 
 inline constexpr int kPanel = kPanelWidth;
