@@ -1,7 +1,5 @@
 #include "gateway/router.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -23,22 +21,6 @@
 
 namespace orchid {
 namespace {
-
-// TEI's error body; an input over the model's maximum is TEI's Validation error, a 413.
-HttpResponse TeiErrorResponse(const ApiError& error) {
-  HttpResponse r;
-  r.status = error.code == "context_length_exceeded" ? 413 : error.http_status;
-  r.body = TeiErrorBody(error);
-  return r;
-}
-
-// Cohere's error body on Cohere's routes (/v1/embed, /v2/embed, /v2/rerank).
-HttpResponse CohereErrorResponse(const ApiError& error) {
-  HttpResponse r;
-  r.status = error.http_status;
-  r.body = CohereErrorBody(error);
-  return r;
-}
 
 bool IsCohereRoute(std::string_view path) {
   return path == "/v1/embed" || path == "/v2/embed" || path == "/v2/rerank";
@@ -171,11 +153,6 @@ std::optional<ApiError> ClientDeadline(const HttpRequest& request,
   return std::nullopt;
 }
 
-HttpResponse InternalError(const std::exception& e) {
-  spdlog::error("internal error while handling a request: {}", e.what());
-  return ErrorResponse(ApiError::FromStatus(Status::Internal(e.what())));
-}
-
 HttpResponse PageResponse(const StaticPage& page) {
   HttpResponse r;
   r.content_type = std::string(page.content_type);
@@ -196,13 +173,6 @@ BodyInputs InputsOf(std::string_view body) {
 }
 
 }  // namespace
-
-HttpResponse ErrorResponse(const ApiError& error) {
-  HttpResponse r;
-  r.status = error.http_status;
-  r.body = OpenAiErrorBody(error);
-  return r;
-}
 
 Router::Router(EmbeddingService* service, MetricsRegistry* metrics, ScoreService* score)
     : Router(std::vector<RoutedModel>{RoutedModel{service, score}}, metrics) {}

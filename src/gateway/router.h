@@ -54,37 +54,13 @@
 #include <vector>
 
 #include "gateway/embedding_service.h"
+#include "gateway/error_response.h"
+#include "gateway/http_types.h"
 #include "gateway/score_service.h"
 
 namespace orchid {
 
 class JsonWriter;  // gateway/json_writer.h
-
-struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string target;  // path and optional query, e.g. "/v1/embeddings?x=1"
-  std::string body;
-  std::string authorization;  // the Authorization header, if any
-  std::string origin;         // the Origin header, if any (browsers' cross-origin requests)
-  // The client's timeout in seconds: X-Request-Timeout (orchid's), X-Stainless-Timeout (what
-  // OpenAI's Python client sends by default). Work not started by then is dropped (504).
-  std::optional<std::string> request_timeout;  // unset: no such header (empty: a bad one)
-  std::string stainless_timeout;
-  // Cancelled by the HTTP server when the client disconnects before its reply (null: never).
-  std::shared_ptr<const Cancellation> cancellation;
-  std::string accept;  // the Accept header, if any (GET / serves HTML to browsers)
-};
-
-struct HttpResponse {
-  int status = 200;
-  std::string content_type = "application/json";
-  std::string allow;  // the Allow header of a 405, else empty
-  std::string www_authenticate;  // the WWW-Authenticate header of a 401, else empty
-  std::vector<std::pair<std::string, std::string>> headers;  // any others (CORS)
-  std::string body;
-};
-
-using Reply = std::function<void(HttpResponse)>;
 
 // One served model: its embeddings and scoring services (the same name, tokenizer and backend).
 struct RoutedModel {
@@ -173,7 +149,5 @@ class Router {
   // (openapi_document.h), built once.
   std::string openapi_;
 };
-
-HttpResponse ErrorResponse(const ApiError& error);
 
 }  // namespace orchid

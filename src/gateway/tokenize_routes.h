@@ -21,7 +21,7 @@
 #include <cstddef>
 #include <string_view>
 
-#include "gateway/router.h"
+#include "gateway/http_types.h"
 #include "tokenizer/tokenizer.h"
 
 namespace orchid {
