@@ -7,6 +7,7 @@
 // Thread safety: the handlers keep no state; any thread may run them.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -65,14 +66,15 @@ HandlerFunction VllmPooling, VllmScore, VllmRerank;
 //   GET /health           {"status":"ok"}, or 503 while no worker can take requests
 //   GET /metrics          Prometheus text format (404 when the server keeps no metrics)
 //   GET /openapi.json     the API's OpenAPI 3.1 description (src/gateway/openapi.json),
-//                         narrowed to what the served models answer
+//                         narrowed to the route table and to what the served models answer
 //   GET /                 the playground for a browser (Accept: text/html), else TEI's health
 //                         check (as /health)
 //   GET /docs, ...        the other browser pages (static_pages.h; Page: the one at call.route)
 HandlerFunction Models, Model, Info, Health, Metrics, OpenApi, Root, Page;
 
-// The document GET /openapi.json answers: openapi.json less what `models` cannot answer
-// (openapi_document.h). Set the services' prompts first: the document lists them.
-std::string ServedOpenApi(const std::vector<RoutedModel>& models);
+// The document GET /openapi.json answers: openapi.json less the operations not in `operations`
+// ("post /embed": the route table's) and less what `models` cannot answer (openapi_document.h).
+// Set the services' prompts first: the document lists them.
+std::string ServedOpenApi(const std::vector<RoutedModel>& models, std::set<std::string> operations);
 
 }  // namespace orchid

@@ -3,8 +3,8 @@
 // whether it runs the engine, and its handler. Nothing else lists routes: the router matches
 // requests against the table (404 for a path it lacks, 405 with Allow for a method it lacks,
 // the metrics' route label), the auth middleware reads its access column, each route's errors
-// take the shape of its API column (tests/gateway/route_table_test.cpp checks that
-// src/gateway/openapi.json lists exactly its operations).
+// take the shape of its API column, and the served OpenAPI document keeps only its operations
+// (tests/gateway/route_table_test.cpp checks that src/gateway/openapi.json lists exactly them).
 //
 // Adding a route: its line in RouteTable(), its handler — `void Name(const ServedModels&,
 // RouteCall)` (route_call.h) — declared in route_handlers.h under its API and defined in the

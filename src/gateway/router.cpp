@@ -122,7 +122,8 @@ Router::Router(EmbeddingService* service, MetricsRegistry* metrics, ScoreService
     : Router(std::vector<RoutedModel>{RoutedModel{service, score}}, metrics) {}
 
 Router::Router(std::vector<RoutedModel> models, MetricsRegistry* metrics)
-    : routes_(RouteTable(*models.at(0).embed)), served_(models, metrics, ServedOpenApi(models)) {}
+    : routes_(RouteTable(*models.at(0).embed)),
+      served_(models, metrics, ServedOpenApi(models, Operations(routes_))) {}
 
 void Router::SetApiKey(std::string key) {
   expected_authorization_ = key.empty() ? std::string() : "Bearer " + key;

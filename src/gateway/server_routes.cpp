@@ -231,8 +231,11 @@ void Root(const ServedModels& served, RouteCall call) {
 
 void Page(const ServedModels&, RouteCall call) { call.reply(PageResponse(call.route)); }
 
-std::string ServedOpenApi(const std::vector<RoutedModel>& models) {
-  return ServedOpenApiDocument(kOpenApiJson, FactsOf(models));
+std::string ServedOpenApi(const std::vector<RoutedModel>& models,
+                          std::set<std::string> operations) {
+  ServedModelFacts facts = FactsOf(models);
+  facts.operations = std::move(operations);
+  return ServedOpenApiDocument(kOpenApiJson, facts);
 }
 
 }  // namespace orchid
