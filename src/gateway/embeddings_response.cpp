@@ -145,4 +145,11 @@ std::string WriteTeiSparseResponse(const EmbeddingMatrix& m) {
   return out;
 }
 
+void WriteTokenRows(const EmbeddingMatrix& m, int32_t count, int* row, JsonWriter* w) {
+  w->BeginArray();
+  for (int t = 0; t < count && *row < m.rows; ++t, ++*row)
+    w->FloatArray(m.row(*row), size_t(m.dim));
+  w->EndArray();
+}
+
 }  // namespace orchid

@@ -12,6 +12,8 @@
 
 namespace orchid {
 
+class JsonWriter;  // gateway/json_writer.h
+
 // Row-major [rows, dim] embeddings as the gateway hands them around: the engine's own type.
 using EmbeddingMatrix = Embeddings;
 
@@ -48,5 +50,10 @@ std::string WriteTeiEmbedResponse(const EmbeddingMatrix& m);
 // TEI's POST /embed_sparse: per input, its non-zero entries [{"index": i, "value": v}, ...] in
 // index order.
 std::string WriteTeiSparseResponse(const EmbeddingMatrix& m);
+
+// One input's vectors of a per-token reply (TEI's /embed_all, vLLM's /pooling): [[floats], ...],
+// the `count` rows from *row on (fewer where the matrix ends), *row moved past them. The caller
+// checks that its inputs' rows add up to the matrix's.
+void WriteTokenRows(const EmbeddingMatrix& m, int32_t count, int* row, JsonWriter* w);
 
 }  // namespace orchid

@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "gateway/error_response.h"
+
 namespace orchid {
 namespace {
 

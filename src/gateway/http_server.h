@@ -18,7 +18,7 @@
 #include <string>
 
 #include "core/status.h"
-#include "gateway/router.h"
+#include "gateway/http_types.h"
 
 namespace orchid {
 

@@ -3,7 +3,9 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "description/lora_adapters.h"
 #include "gateway/json_writer.h"
@@ -44,13 +46,49 @@ std::vector<std::string> TaskNames(const std::vector<std::string>& tasks) {
   return out;
 }
 
+// Where a value stands in the document: the root, its "paths" (keyed by path), one path item
+// (keyed by method, among others), or anywhere else.
+struct Place {
+  enum Kind : uint8_t { kRoot, kPaths, kPathItem, kOther } kind = kOther;
+  std::string_view path;  // a path item's
+};
+
+// Where the value under `key` of an object at `place` stands.
+Place Under(Place place, std::string_view key) {
+  if (place.kind == Place::kRoot && key == "paths") return {Place::kPaths, {}};
+  if (place.kind == Place::kPaths) return {Place::kPathItem, key};
+  return {};
+}
+
+bool IsMethod(std::string_view key) {
+  return key == "get" || key == "post" || key == "put" || key == "delete" || key == "patch" ||
+         key == "options" || key == "head" || key == "trace";
+}
+
+// Whether the route table has the operation (every one, when facts list none).
+bool Routed(std::string_view method, std::string_view path, const ServedModelFacts& facts) {
+  return facts.operations.empty() ||
+         facts.operations.count(std::string(method) + " " + std::string(path)) > 0;
+}
+
+// Whether the field `key` of an object at `place` stays, as far as the route table says: not an
+// operation the table lacks, nor a path item left without operations.
+bool Listed(Place place, std::string_view key, element value, const ServedModelFacts& facts) {
+  if (place.kind == Place::kPathItem) return !IsMethod(key) || Routed(key, place.path, facts);
+  if (place.kind != Place::kPaths || value.type() != element_type::OBJECT) return true;
+  for (simdjson::dom::key_value_pair field : simdjson::dom::object(value)) {
+    if (IsMethod(field.key) && Routed(field.key, key, facts)) return true;
+  }
+  return false;
+}
+
 void WriteNames(const std::vector<std::string>& names, JsonWriter* w) {
   w->Key("enum").BeginArray();
   for (const std::string& n : names) w->String(n);
   w->Null().EndArray();
 }
 
-void Write(element value, const ServedModelFacts& facts, JsonWriter* w) {
+void Write(element value, const ServedModelFacts& facts, JsonWriter* w, Place place = {}) {
   if (value.type() == element_type::ARRAY) {
     w->BeginArray();
     for (element item : simdjson::dom::array(value)) {
@@ -76,7 +114,7 @@ void Write(element value, const ServedModelFacts& facts, JsonWriter* w) {
           ++served;
         }
       }
-      if (served == 1) return Write(kept, facts, w);
+      if (served == 1) return Write(kept, facts, w, place);
     }
   }
   w->BeginObject();
@@ -100,9 +138,9 @@ void Write(element value, const ServedModelFacts& facts, JsonWriter* w) {
         for (int d : facts.matryoshka_dimensions) w->Int(d);
         w->Null().EndArray();
       }
-    } else if (Served(v, facts)) {
+    } else if (Served(v, facts) && Listed(place, key, v, facts)) {
       w->Key(key);
-      Write(v, facts, w);
+      Write(v, facts, w, Under(place, key));
     }
   }
   w->EndObject();
@@ -120,7 +158,7 @@ std::string ServedOpenApiDocument(std::string_view document, const ServedModelFa
   std::string out;
   out.reserve(document.size());
   JsonWriter w(&out);
-  Write(doc, facts, &w);
+  Write(doc, facts, &w, Place{Place::kRoot, {}});
   return out;
 }
 

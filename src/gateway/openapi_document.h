@@ -24,6 +24,9 @@
 //                                      no embedding model is served); when the default model
 //                                      lists Matryoshka widths, also "enum": [those, null]
 //
+// Only the route table's operations are kept (ServedModelFacts::operations): a path item loses
+// the methods the table lacks, and goes when none is left.
+//
 // Thread safety: a pure function.
 #pragma once
 
@@ -43,6 +46,9 @@ struct ServedModelFacts {
   std::vector<int> matryoshka_dimensions;  // the default model's (ModelInfo)
   int64_t max_token_id = 0;
   int64_t dimensions = 0;
+  // The route table's operations, "post /embed" (lower-case method, path as the document
+  // writes it); empty: every operation is kept.
+  std::set<std::string> operations;
 };
 
 // The served document, or `document` unchanged when it is not a JSON object (never expected:

@@ -1,102 +1,47 @@
-// Router: the HTTP API's routes, independent of the socket layer — a request (method, target,
-// body) in, a response (status, headers, body) out through a callback.
+// Router: the HTTP API, independent of the socket layer — a request (method, target, body) in, a
+// response (status, headers, body) out through a callback. Which routes exist, whose API each
+// is, which need the API key and which handler answers is the route table (route_table.h); the
+// router is the middleware around it:
 //
-//   POST /v1/embeddings   OpenAI embeddings (embedding models)
-//   POST /embed           text-embeddings-inference embeddings
-//   POST /similarity      TEI: the similarity of a source sentence to each of several, by the
-//                         model's similarity function (similarity_fn_name; cosine by default)
-//   POST /rerank          TEI rerank (scorer models; see score_request.h for the three shapes)
-//   POST /predict         TEI: every label's probability for texts or pairs (classifiers)
-//   POST /v1/rerank       Cohere / Jina rerank
-//   POST /v2/rerank       Cohere's v2 rerank (what cohere.ClientV2.rerank posts)
-//   POST /v2/embed        Cohere's v2 embed, embeddings by type (cohere.ClientV2.embed)
-//   POST /v1/embed        Cohere's v1 embed (cohere.Client.embed)
-//   POST /v1/score        vLLM-style pair scores (a reranker's, or an embedder's similarity)
-//   POST /tokenize        TEI: tokens with ids, text and character offsets
-//   POST /decode          TEI: ids back to text
-//   GET  /v1/models       every served model; /v1/models/{id} one of them (OpenAI's retrieve)
-//   GET  /health          {"status":"ok"}, or 503 while no worker can take requests
-//   GET  /metrics         Prometheus text format (when a registry is given)
-//   GET  /info            the default model, in text-embeddings-inference's shape
-//   GET  /openapi.json    the API's OpenAPI 3.1 description (src/gateway/openapi.json), narrowed
-//                         to the routes, model names and limits of the served models
-//   POST /                TEI's: the default model's route (/embed, or /similarity for an
-//                         object `inputs`; /embed_sparse; /rerank for a reranker's body without
-//                         `inputs`; else /predict in the Hugging Face Inference API's shape)
-//   GET  /                the playground for a browser (Accept: text/html), else TEI's health
-//                         check (as /health); /docs is Swagger UI (static_pages.h)
-//
-// With an API key set (SetApiKey), every route but /health, /metrics, /openapi.json and the
-// browser pages (GET /, /docs and its assets) answers 401 unless the request carries
-// `Authorization: Bearer <key>` (what OpenAI's clients send).
-// With CORS origins set (SetCorsOrigins), a request whose Origin is allowed gets
-// Access-Control-Allow-Origin on its reply, and an OPTIONS preflight to a known route gets 204
-// with the allowed methods and headers (no API key needed for it).
+//  - CORS: with origins set (SetCorsOrigins), a request whose Origin is allowed gets
+//    Access-Control-Allow-Origin on its reply, and an OPTIONS preflight to a path of the table
+//    gets 204 with the allowed methods and headers (no API key needed for it);
+//  - metrics (when a registry is given): requests and their latency by route (the table's
+//    path, "other" for the rest: label sets stay bounded) and status;
+//  - the API key (SetApiKey): a request answers 401 unless it carries `Authorization: Bearer
+//    <key>` (what OpenAI's clients send), or the table's line for its method and path is open
+//    (the browser pages), or its path is open to every method (/health, /metrics,
+//    /openapi.json: route_table.h's Access);
+//  - a path the table lacks answers 404, a method it lacks for a path 405 with Allow, always with
+//    OpenAI's JSON error body;
+//  - the routes that run the engine take the client's deadline from X-Request-Timeout or
+//    X-Stainless-Timeout (seconds; the sooner of the two): work not started by then is dropped
+//    and answered 504. A malformed X-Request-Timeout is a 400 in the route's error shape (a
+//    malformed X-Stainless-Timeout, sent by a client library, is ignored); they also take the
+//    connection's cancellation, and vLLM's `priority` from their body;
+//  - an exception while handling becomes a 500 (route_call.h's Guarded).
 //
 // Several models can be served at once: the request's `model` field picks one (absent: the
-// first); an unknown name answers 404 listing the served names. /embed, /tokenize and /decode
-// (no model field in TEI) use the first model.
-// Requests that reach the engine take vLLM's `priority` (lower first) in their body, and a
-// deadline from X-Request-Timeout or X-Stainless-Timeout (seconds; the sooner of the two): work
-// not started by then is dropped and answered 504. A malformed X-Request-Timeout is a 400 (a
-// malformed X-Stainless-Timeout, sent by a client library, is ignored).
-// Unknown paths answer 404, known paths with another method 405, always with a JSON error body.
+// first); an unknown name answers 404 listing the served names. The routes without a model
+// field (TEI's /embed, /tokenize, /decode, POST /) use the first model.
 // Thread safety: Handle() may be called from many threads; call it from a worker pool (it
 // parses JSON and tokenizes on the calling thread).
 #pragma once
 
-#include <cstdint>
-#include <functional>
-#include <memory>
-#include <optional>
+#include <cstddef>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "gateway/embedding_service.h"
-#include "gateway/score_service.h"
+#include "gateway/error_response.h"
+#include "gateway/http_types.h"
+#include "gateway/route_table.h"
+#include "gateway/served_models.h"
 
 namespace orchid {
 
-class JsonWriter;  // gateway/json_writer.h
-
-struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string target;  // path and optional query, e.g. "/v1/embeddings?x=1"
-  std::string body;
-  std::string authorization;  // the Authorization header, if any
-  std::string origin;         // the Origin header, if any (browsers' cross-origin requests)
-  // The client's timeout in seconds: X-Request-Timeout (orchid's), X-Stainless-Timeout (what
-  // OpenAI's Python client sends by default). Work not started by then is dropped (504).
-  std::optional<std::string> request_timeout;  // unset: no such header (empty: a bad one)
-  std::string stainless_timeout;
-  // Cancelled by the HTTP server when the client disconnects before its reply (null: never).
-  std::shared_ptr<const Cancellation> cancellation;
-  std::string accept;  // the Accept header, if any (GET / serves HTML to browsers)
-};
-
-struct HttpResponse {
-  int status = 200;
-  std::string content_type = "application/json";
-  std::string allow;  // the Allow header of a 405, else empty
-  std::string www_authenticate;  // the WWW-Authenticate header of a 401, else empty
-  std::vector<std::pair<std::string, std::string>> headers;  // any others (CORS)
-  std::string body;
-};
-
-using Reply = std::function<void(HttpResponse)>;
-
-// One served model: its embeddings and scoring services (the same name, tokenizer and backend).
-struct RoutedModel {
-  EmbeddingService* embed = nullptr;
-  ScoreService* score = nullptr;  // null: rerank routes refuse this model
-};
-
 class Router {
  public:
-  // Inputs per /v1/embeddings, /tokenize or /decode request (OpenAI's limit for embeddings
-  // inputs; TEI's max_client_batch_size).
-  static constexpr size_t kMaxClientBatchSize = 2048;
+  static constexpr size_t kMaxClientBatchSize = ServedModels::kMaxClientBatchSize;
 
   // The services (and `metrics`, if given) must outlive the router. `models` is not empty. Set
   // the services' prompts (SetPrompts) first: the served OpenAPI document lists them.
@@ -104,8 +49,9 @@ class Router {
                   ScoreService* score = nullptr);
   explicit Router(std::vector<RoutedModel> models, MetricsRegistry* metrics = nullptr);
 
-  // Requires `Authorization: Bearer <key>` on every route but /health, /metrics, /openapi.json
-  // and the browser pages (an empty key requires nothing). Call before the first Handle().
+  // Requires `Authorization: Bearer <key>` on every route but the table's open ones (/health,
+  // /metrics, /openapi.json and the browser pages); an empty key requires nothing. Call before
+  // the first Handle().
   void SetApiKey(std::string key);
   // Origins (e.g. "https://app.example.com") whose browser pages may call the API; "*": any.
   // Empty: no CORS headers (browsers then refuse cross-origin replies). Call before Handle().
@@ -115,65 +61,19 @@ class Router {
   // An exception while handling becomes a 500 reply.
   void Handle(HttpRequest request, Reply reply);
 
- private:
-  void Route(HttpRequest request, const Reply& reply);
-  // `client`: the deadline and cancellation of the HTTP request, for the engine's scheduler.
-  void Embeddings(std::string body, const Scheduling& client, const Reply& reply);
-  void TeiEmbed(std::string body, const Scheduling& client, const Reply& reply);
-  void TeiEmbedSparse(std::string body, const Scheduling& client, const Reply& reply);
-  void TeiEmbedAll(std::string body, const Scheduling& client, const Reply& reply);
-  void TeiSimilarity(std::string body, const Scheduling& client, const Reply& reply);
-  void EmbeddingScore(EmbeddingService& service, ScoreRequest request, const Reply& reply);
-  // `hf`: the Hugging Face Inference API's text classification (POST / on a classifier):
-  // `parameters` {top_k, function_to_apply} and a list per input, also for a single text.
-  void TeiPredict(std::string body, const Scheduling& client, const Reply& reply, bool hf = false);
-  void CohereEmbed(CohereApiVersion version, std::string body, const Scheduling& client,
-                   const Reply& reply);
-  void CohereRerank(std::string body, const Scheduling& client, const Reply& reply);
-  enum class ScoreRoute { kTei, kRerank, kScore };
-  void Score(ScoreRoute route, std::string body, const Scheduling& client, const Reply& reply);
-  // A late-interaction (ColBERT) model's rerank and score routes: MaxSim of each query's
-  // vectors (encoded as a query) against its document's (encoded as a document).
-  // `write` makes the reply's body from the request's options, the scores and the tokens;
-  // `error_reply` answers an error in the route's shape.
-  using ScoreWriter =
-      std::function<std::string(const ScoreRequest&, const std::vector<float>&, int64_t)>;
-  void LateInteractionScore(EmbeddingService& service, ScoreRequest request, ScoreWriter write,
-                            std::function<HttpResponse(ApiError)> error_reply, const Reply& reply);
-  // A BGE-M3 model's rerank and score routes: FlagEmbedding's compute_score result that the
-  // request's score_mode names (dense by default) with its score_weights (bge_m3.h).
-  void BgeM3Score(EmbeddingService& service, ScoreRequest request, ScoreWriter write,
-                  std::function<HttpResponse(ApiError)> error_reply, const Reply& reply);
-  // orchid's POST /embed_multi: a BGE-M3 model's three outputs from one pass.
-  void EmbedMulti(std::string body, const Scheduling& client, const Reply& reply);
-  // vLLM's POST /pooling with task "token_embed": every input's per-token vectors.
-  void Pooling(std::string body, const Scheduling& client, const Reply& reply);
-  HttpResponse Models() const;
-  HttpResponse Model(const std::string& id) const;  // GET /v1/models/{id}
-  void WriteModel(const RoutedModel& m, JsonWriter* w) const;
-  HttpResponse Info() const;
-  HttpResponse Health() const;
-  // The model a request names (nullopt: the first), or the 404 to send.
-  const RoutedModel* Select(const std::optional<std::string>& name, ApiError* error) const;
-  // How the embedding routes that name a model (OpenAI, vLLM's /pooling, Cohere) start: the
-  // client's scheduling and the input cap on the request, the model it names, and that it
-  // embeds. Null after replying the error in the route's own shape (`error`).
-  EmbeddingService* EmbedderFor(EmbeddingsRequest* request, const Scheduling& client,
-                                const Reply& reply, HttpResponse (*error)(const ApiError&)) const;
+  // The table this router answers from.
+  const std::vector<Route>& routes() const { return routes_; }
 
-  std::vector<RoutedModel> models_;
-  EmbeddingService* service_;  // the first model's
-  MetricsRegistry* metrics_;
-  std::string expected_authorization_;  // "Bearer <key>"; empty: no key required
-  std::vector<std::string> cors_origins_;
+ private:
+  // Everything after the CORS and metrics wrappers: the key, the table, the handler.
+  void Dispatch(HttpRequest request, const Reply& reply) const;
   // The Access-Control-Allow-Origin value for a request's Origin, or empty when not allowed.
   std::string CorsOrigin(const std::string& origin) const;
-  int64_t created_;  // reported as the model's "created" time: when the server started
-  // GET /openapi.json: the document narrowed to what the served models answer
-  // (openapi_document.h), built once.
-  std::string openapi_;
-};
 
-HttpResponse ErrorResponse(const ApiError& error);
+  std::vector<Route> routes_;
+  ServedModels served_;
+  std::string expected_authorization_;  // "Bearer <key>"; empty: no key required
+  std::vector<std::string> cors_origins_;
+};
 
 }  // namespace orchid

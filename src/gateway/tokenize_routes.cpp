@@ -13,6 +13,7 @@
 #include "gateway/api_error.h"
 #include "gateway/json_parse.h"
 #include "gateway/json_writer.h"
+#include "gateway/route_handlers.h"
 
 namespace orchid {
 namespace {
@@ -230,6 +231,16 @@ HttpResponse HandleDecode(const Tokenizer& tok, std::string_view body,
   }
   w.EndArray();
   return r;
+}
+
+void TeiTokenize(const ServedModels& served, RouteCall call) {
+  call.reply(HandleTokenize(served.default_model().tokenizer(), call.request.body,
+                            ServedModels::kMaxClientBatchSize));
+}
+
+void TeiDecode(const ServedModels& served, RouteCall call) {
+  call.reply(HandleDecode(served.default_model().tokenizer(), call.request.body,
+                          ServedModels::kMaxClientBatchSize));
 }
 
 }  // namespace orchid

@@ -14,6 +14,9 @@
 // request or an input the tokenizer refuses, 413 for more inputs than max_client_batch_size
 // (TEI's status for its batch-size check).
 //
+// The route table's handlers (TeiTokenize, TeiDecode: route_handlers.h) call these with the
+// default model's tokenizer.
+//
 // Thread safety: the handlers keep no state; they may run on many threads at once (Tokenizer
 // is thread-safe).
 #pragma once
@@ -21,7 +24,7 @@
 #include <cstddef>
 #include <string_view>
 
-#include "gateway/router.h"
+#include "gateway/http_types.h"
 #include "tokenizer/tokenizer.h"
 
 namespace orchid {

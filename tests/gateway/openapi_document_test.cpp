@@ -74,6 +74,31 @@ TEST(OpenApiDocumentTest, MarkersAreReplacedByWhatTheModelsServe) {
   EXPECT_EQ(ServedOpenApiDocument("[1]", rerank), "[1]");      // not a document: as it is
 }
 
+// The route table's operations (ServedModelFacts::operations): an operation it lacks is left
+// out, and a path left without operations goes; what is not an operation stays.
+TEST(OpenApiDocumentTest, OnlyTheRouteTablesOperationsAreKept) {
+  const std::string source = R"({
+    "paths": {
+      "/a": {"summary": "kept", "get": {"operationId": "getA"}, "post": {"operationId": "postA"}},
+      "/b": {"post": {"operationId": "postB"}},
+      "/c": {"x-orchid-serves": ["rerank"], "post": {"operationId": "postC"}}
+    },
+    "components": {"paths": {"/b": {"post": 1}}}
+  })";
+  ServedModelFacts facts;
+  facts.kinds = {"embed"};
+  facts.operations = {"get /a", "post /c"};
+  simdjson::dom::parser parser;
+  const std::string out = ServedOpenApiDocument(source, facts);
+  EXPECT_EQ(out,
+            R"({"paths":{"/a":{"summary":"kept","get":{"operationId":"getA"}}},)"
+            R"("components":{"paths":{"/b":{"post":1}}}})");
+  facts.operations.clear();  // none listed: every operation stays (as far as the kinds say)
+  simdjson::dom::element doc = parser.parse(ServedOpenApiDocument(source, facts));
+  EXPECT_EQ(simdjson::dom::object(doc["paths"]).size(), 2u);
+  EXPECT_FALSE(doc["paths"]["/a"]["post"].error());
+}
+
 // A router over one fake model: an embedder (0 labels), a reranker (1) or a classifier (3).
 struct OneModel {
   explicit OneModel(int labels, const std::string& name)
