@@ -10,7 +10,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 CMAKE_LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache,)
 
-.PHONY: deps dev-deps test-deps venv model real-models test-data fixtures build build-serve build-serve-cuda serve-cuda build-asan build-fuzz serve test unit-test asan-test e2e-test fuzz-test \
+.PHONY: deps dev-deps test-deps venv model real-models test-data fixtures cudnn-frontend build build-serve build-serve-cuda serve-cuda build-asan build-fuzz serve test unit-test asan-test e2e-test fuzz-test \
   bench bench-tokenizer bench-serving clean
 
 deps:
@@ -69,7 +69,13 @@ $(BUILD)/build.ninja:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DORCHID_TESTS=OFF \
 	  -DORCHID_CUDA=$(CUDA_SERVE) $(CMAKE_LAUNCHER)
 
-build: dev-deps $(BUILD)/build.ninja
+# cudnn-frontend's headers (CUDA builds: cuDNN attention; scripts/fetch-cudnn-frontend.sh),
+# fetched once into .cache/; without network the CUDA backend builds without cuDNN attention.
+cudnn-frontend:
+	@[ "$(HAVE_NVCC)" != ON ] || scripts/fetch-cudnn-frontend.sh \
+	  || echo "(no cudnn-frontend headers: the CUDA backend builds without cuDNN attention)"
+
+build: dev-deps cudnn-frontend $(BUILD)/build.ninja
 	@grep -q '^ORCHID_TESTS:BOOL=ON' $(BUILD)/CMakeCache.txt && grep -q '^ORCHID_CUDA:BOOL=$(HAVE_NVCC)' $(BUILD)/CMakeCache.txt \
 	  || cmake -S . -B $(BUILD) -DORCHID_TESTS=ON -DORCHID_CUDA=$(HAVE_NVCC)
 	cmake --build $(BUILD) -j $(JOBS)
@@ -79,7 +85,7 @@ build: dev-deps $(BUILD)/build.ninja
 build-serve: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target orchid
 
-build-serve-cuda: deps $(BUILD)/build.ninja
+build-serve-cuda: deps cudnn-frontend $(BUILD)/build.ninja
 	@grep -q '^ORCHID_CUDA:BOOL=ON' $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -DORCHID_CUDA=ON
 	cmake --build $(BUILD) -j $(JOBS) --target orchid
 

@@ -129,7 +129,13 @@ Result<std::unique_ptr<Engine>> OpenEngine(const Args& a) {
   }
   o.max_batch_tokens = a.Int("max-batch-tokens", o.max_batch_tokens);
   o.device = a.Int("device", 0);
-  return MakeCudaEngine(a.Get("model"), o);
+  auto e = MakeCudaEngine(a.Get("model"), o);
+  if (e.ok()) {
+    for (const ModelInfo::EngineFact& f : (*e)->info().engine_facts) {
+      std::fprintf(stderr, "orchid_cuda_check: %s: %s\n", f.name.c_str(), f.value.c_str());
+    }
+  }
+  return e;
 }
 
 Status Embed(const Args& a) {
@@ -224,11 +230,18 @@ Status Throughput(Engine& e, const Args& a, int len, int batch, int batches, Poo
     inflight.pop_front();
   }
   const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+  // Which attention ran (cuDNN or the own kernel, counted over warm-up, captures and eager
+  // passes) and whether any cuDNN call fell back: the A/B rows are told apart by these too.
+  const CudaEngineStats s = GetCudaEngineStats(e);
   std::printf(
       "{\"impl\": \"%s\", \"suite\": \"throughput\", \"len\": %d, \"batch\": %d, "
-      "\"batches\": %d, \"emb_per_s\": %.2f, \"tokens_per_s\": %.1f}\n",
+      "\"batches\": %d, \"emb_per_s\": %.2f, \"tokens_per_s\": %.1f, "
+      "\"attn_cudnn_calls\": %llu, \"attn_own_calls\": %llu, \"attn_cudnn_fallbacks\": %llu, "
+      "\"cudnn_plans\": %llu, \"capture_failures\": %llu}\n",
       a.Get("name").c_str(), len, batch, batches, double(batches) * batch / sec,
-      double(batches) * batch * len / sec);
+      double(batches) * batch * len / sec, (unsigned long long)s.attention_cudnn_calls,
+      (unsigned long long)s.attention_own_calls, (unsigned long long)s.attention_cudnn_fallbacks,
+      (unsigned long long)s.cudnn_plans, (unsigned long long)s.capture_failures);
   std::fflush(stdout);
   return Status::Ok();
 }

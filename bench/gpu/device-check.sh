@@ -3,7 +3,8 @@
 # machine (issues 5 and 24). Prepare the carried files here first (bench/gpu/prepare-carry.sh),
 # then, through the device tool, from the repo root:
 #
-#   run(command="bash bench/gpu/device-check.sh", carry=["build-gpu-carry"], timeout_s=330)
+#   run(command="BUDGET_S=420 bash bench/gpu/device-check.sh", carry=["build-gpu-carry"],
+#       timeout_s=480)
 #
 # The check is a list of blocks (`bash bench/gpu/device-check.sh --list`), in order of what
 # matters most: the build, the CUDA unit tests, fidelity against PyTorch, then memcheck, the
@@ -38,6 +39,9 @@
 #   WORK_DIR, OUT         work folder; report folder (default build-gpu-out when OUT is unset)
 #   PYTHON, JOBS          interpreter with PyTorch + transformers; build jobs (default nproc)
 #   SANITIZE=0            skip memcheck
+#   SERVE_CARRY           the orchid binary + its libraries for serve-http (default
+#                         build-gpu-serve: bench/gpu/prepare-serve-carry.sh; a second call, as
+#                         it does not fit the first one's 64 MiB with the model)
 #   DEVICE=cpu SMALL=1    smoke-test the PyTorch side on a CPU with tiny models (the orchid
 #                         steps then fail with "no CUDA device", as they should)
 #   DRY_RUN=1             no block runs: each "takes" its reservation on a fake clock (plus
@@ -54,6 +58,7 @@ export OUT=${OUT:-$ROOT/build-gpu-out}
 BUDGET_S=${BUDGET_S:-300}
 RESERVE_S=${RESERVE_S:-10}
 CARRY=${CARRY_DIR:-$ROOT/build-gpu-carry}
+SERVE=${SERVE_CARRY:-$ROOT/build-gpu-serve}
 WORK=${WORK_DIR:-/tmp/orchid-gpu-work}
 PREFIX=$WORK/deps
 BUILD=$WORK/build
@@ -79,14 +84,15 @@ fi
 # this much left), cap (s; 0: the time left), what it does. Required blocks (INCOMPLETE when
 # they did not run): deps, build, unit-*, models, fid-*.
 PLAN="
-machine                   5   30  GPU, driver, compilers, tools
-deps                     10   60  carried .deb files (simdjson, fmt, GoogleTest) -> WORK_DIR/deps
-build                    45    0  configure + build the engine-only tree for sm_90
-unit-ops                 15  120  CUDA unit tests: host checks, row ops, GEMM (one process)
-unit-attn-pipelined      15  120  attention op check, the default cp.async-pipelined kernel (own process)
+machine                   5   30  GPU, driver, compilers, tools, cuDNN (PyTorch's wheel)
+deps                     10   60  carried .deb files (simdjson, fmt, GoogleTest) + cudnn-frontend -> WORK_DIR/deps
+build                    60    0  configure + build the engine-only tree for sm_90 (cuDNN attention compiled in)
+unit-ops                 15  120  CUDA unit tests: host checks, row ops, GEMM, cuDNN loading (one process)
+unit-attn-cudnn          20  120  attention op check on cuDNN's fused SDPA + its graph replay (own process)
+unit-attn-pipelined      15  120  attention op check, the own cp.async-pipelined kernel (own process)
 unit-attn-ldmatrix       15  120  attention op check, first kernel, V by ldmatrix.trans (own process)
 unit-attn-transposed     15  120  attention op check, first kernel, V stored transposed (own process)
-unit-engine              25  180  engine tests on the carried all-MiniLM-L6-v2 (own process)
+unit-engine              30  180  engine tests on the carried all-MiniLM-L6-v2, cuDNN vs own attention (own process)
 fid-minilm               20  120  fidelity: all-MiniLM-L6-v2 (real weights) vs PyTorch bf16
 models                   40  180  random-weight BERT-base, XLM-R-base, DistilBERT, Qwen3-0.6B
 fid-qwen3-causal         30  150  fidelity: Qwen3-0.6B causal, lengths 1..4096
@@ -94,21 +100,25 @@ fid-qwen3-bidir          30  150  fidelity: Qwen3-0.6B bidirectional, lengths 1.
 fid-bert-base            20  120  fidelity: BERT-base, lengths 1..512
 fid-xlmr-base            20  120  fidelity: XLM-R-base, lengths 1..512
 fid-distilbert-base      20  120  fidelity: DistilBERT-base (no token types), lengths 1..512
-memcheck                 30   60  compute-sanitizer memcheck on the attention/pooling/RoPE checks
-peak                     15   60  the card's bf16 GEMM rate (PyTorch, 8192^3)
-suite-orchid-minilm      15   90  orchid latency suite, all-MiniLM-L6-v2, graphs off / lazy
+peak                     10   60  the card's bf16 GEMM rate (PyTorch, 8192^3)
+profile                  35   90  per-op GPU time, orchid --profile (graphs off, cuDNN attention); PyTorch SDPA/GEMM rates
+profile-own              15   60  the throughput profiles again with the own attention kernel (orchid-own TFLOP/s)
 suite-orchid-bert-base   25  120  orchid suites, BERT-base, graphs off / lazy
 suite-torch-bert-base    25  120  PyTorch eager suites, BERT-base
-suite-orchid-qwen3       45  180  orchid suites, Qwen3-0.6B causal (4096 x 16 for throughput)
+suite-orchid-qwen3       40  180  orchid suites, Qwen3-0.6B causal (4096 x 16 for throughput)
 suite-torch-qwen3        40  150  PyTorch eager suites, Qwen3-0.6B causal
+compile-thr-bert-base    90  200  torch.compile throughput 512 x 100, BERT-base (compile time excluded, reported)
+compile-bert-base        80  200  torch.compile(mode=reduce-overhead) latency 128, BERT-base
+suite-orchid-ab          25   90  orchid throughput A/B: own attention kernel; cuBLASLt GELU epilogue (+ its fidelity)
+compile-thr-qwen3       120  240  torch.compile throughput 4096 x 16 and 512 x 100, Qwen3-0.6B causal
+serve-http               60  150  orchid serve --device cuda over HTTP, orchid bench suites, BERT-base (serve carry)
+suite-orchid-minilm      15   90  orchid latency suite, all-MiniLM-L6-v2, graphs off / lazy
 suite-orchid-qwen3-bidir 15   90  orchid latency, Qwen3-0.6B bidirectional, lazy graphs
-profile                  30   90  per-op GPU time, orchid --profile (graphs off); PyTorch SDPA/GEMM rates
-profile-ab               20   60  the throughput profiles again on the first attention kernel (A/B)
-compile-bert-base       100  240  torch.compile(mode=reduce-overhead) latency 128, BERT-base
-compile-qwen3           160  300  torch.compile(mode=reduce-overhead) latency 128, Qwen3-0.6B
+memcheck                 30   60  compute-sanitizer memcheck on the attention/pooling/RoPE checks
+compile-qwen3           140  300  torch.compile(mode=reduce-overhead) latency 128, Qwen3-0.6B
 "
-REQUIRED="deps build unit-ops unit-attn-pipelined unit-attn-ldmatrix unit-attn-transposed"
-REQUIRED+=" unit-engine models"
+REQUIRED="deps build unit-ops unit-attn-cudnn unit-attn-pipelined unit-attn-ldmatrix"
+REQUIRED+=" unit-attn-transposed unit-engine models"
 REQUIRED+=" fid-minilm fid-qwen3-causal fid-qwen3-bidir fid-bert-base fid-xlmr-base"
 REQUIRED+=" fid-distilbert-base"
 
@@ -124,6 +134,13 @@ state() { printf 'export %s=%q\n' "$1" "$2" >>"$STATE"; }
 # skip REASON: the running block skips itself (exit status 3).
 skip() { echo "$1" >"$WORK/skip-reason"; echo "SKIP: $1"; exit 3; }
 json_str() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; s=${s//$'\n'/ }; printf '"%s"' "$s"; }
+
+# http_get URL: the body on stdout (curl, or Python where there is no curl); fails on an error.
+http_get() {
+  if command -v curl >/dev/null 2>&1; then curl -sf --max-time 10 "$1"; return; fi
+  $PY -c "import sys, urllib.request as u; sys.stdout.write(u.urlopen(sys.argv[1], timeout=10).read().decode())" \
+    "$1" 2>/dev/null
+}
 
 find_nvcc() {
   local d
@@ -231,7 +248,7 @@ orchid_suites() {
   [ -f "$dir/model.safetensors" ] || skip "no model at $dir"
   for g in $modes; do
     echo "-- $name: graphs $g"
-    if ! "$BUILD/orchid_cuda_check" bench --model "$dir" --name "$name/orchid-graphs-$g" \
+    if ! "$BUILD/orchid_cuda_check" bench --model "$dir" --name "$name/orchid-graphs-$g${SUITE_TAG:-}" \
         --graphs "$g" --pooling "$pooling" "$@" | tee -a "$JSONL"; then
       echo "FAILED: $name: orchid suites (graphs $g)"; ok=1
     fi
@@ -271,6 +288,19 @@ blk_machine() {
   for t in dpkg ar tar compute-sanitizer; do
     printf '%s: %s\n' "$t" "$(command -v "$t" || echo 'not found')"
   done
+  # cuDNN: PyTorch's wheel (headers + libcudnn.so.9), what the build compiles against and the
+  # engine dlopens; or a system cuDNN 9 beside the CUDA toolkit.
+  local root
+  root=$($PY -c "import nvidia.cudnn as c, os; print(list(c.__path__)[0])" 2>/dev/null)
+  if [ -n "$root" ] && [ -f "$root/include/cudnn_version.h" ]; then
+    echo "cuDNN (PyTorch's wheel): $root, $(grep -hE '^#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) ' \
+      "$root/include/cudnn_version.h" | awk '{printf "%s%s", sep, $3; sep="."}')"
+    state CUDNN_ROOT "$root"
+  else
+    echo "cuDNN: no nvidia.cudnn wheel with headers for $PY; CMake looks beside the CUDA toolkit"
+  fi
+  $PY -c "import torch; print('torch', torch.__version__, 'cudnn', torch.backends.cudnn.version())" \
+    2>/dev/null || true
   return 0
 }
 
@@ -299,6 +329,17 @@ blk_deps() {
   lib=$(find "$PREFIX" -name 'libsimdjson.so*' 2>/dev/null | head -1)
   [ -n "$lib" ] || { echo "no libsimdjson.so* in the unpacked packages"; return 1; }
   state DEPS_LIBDIR "$(dirname "$lib")"
+  # cudnn-frontend's headers (scripts/fetch-cudnn-frontend.sh --tar, via prepare-carry.sh).
+  if [ -f "$CARRY/cudnn-frontend.tar.gz" ]; then
+    mkdir -p "$PREFIX/cudnn-frontend"
+    tar -xzf "$CARRY/cudnn-frontend.tar.gz" -C "$PREFIX/cudnn-frontend" ||
+      { echo "cannot unpack $CARRY/cudnn-frontend.tar.gz"; return 1; }
+    echo "cudnn-frontend: $(grep -hE 'define CUDNN_FRONTEND_(MAJOR|MINOR|PATCH)_VERSION' \
+      "$PREFIX/cudnn-frontend/include/cudnn_frontend_version.h" | awk '{printf "%s%s", sep, $3; sep="."}')"
+    state FE_INCLUDE "$PREFIX/cudnn-frontend/include"
+  else
+    echo "no $CARRY/cudnn-frontend.tar.gz: the build has no cuDNN attention (unit-attn-cudnn fails)"
+  fi
 }
 
 blk_build() {
@@ -321,11 +362,14 @@ blk_build() {
       -DORCHID_WERROR=OFF -DORCHID_NATIVE=ON \
       -Dsimdjson_DIR="$DEP_simdjson_DIR" -Dfmt_DIR="$DEP_fmt_DIR" -DGTest_DIR="$DEP_GTest_DIR" \
       -DCMAKE_PREFIX_PATH="$PREFIX/usr" -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
+      ${FE_INCLUDE:+-DORCHID_CUDNN_FRONTEND_INCLUDE="$FE_INCLUDE"} \
+      ${CUDNN_ROOT:+-DORCHID_CUDNN_ROOT="$CUDNN_ROOT"} \
       >"$LOGS/configure.log" 2>&1; then
     tail -40 "$LOGS/configure.log"
     echo "configure failed"; return 1
   fi
   grep -E "^(simdjson_DIR|fmt_DIR|GTest_DIR|CMAKE_CUDA_COMPILER):" "$BUILD/CMakeCache.txt"
+  grep -E "cuDNN attention" "$LOGS/configure.log"
   if ! cmake --build "$BUILD" -j "$JOBS" --target orchid_cuda_tests orchid_cuda_check \
       >"$LOGS/build.log" 2>&1; then
     grep -E "error|FAILED" "$LOGS/build.log" | head -40
@@ -338,7 +382,22 @@ blk_build() {
 
 blk_unit_ops() {
   require_build
-  run_gtest unit-ops '-CudaOpsTest.RaggedFlashAttention*:CudaEngineTest.*'
+  run_gtest unit-ops \
+    '-CudaOpsTest.RaggedFlashAttention*:CudaOpsTest.RaggedCudnnAttention:CudaOpsTest.CudnnAttention*:CudaEngineTest.*'
+}
+
+# cuDNN's fused attention against the double-precision reference and in a captured graph, with
+# ORCHID_REQUIRE_CUDNN=1: a cuDNN that does not load fails here instead of skipping. If it
+# fails, later blocks run attention on the own kernel (ORCHID_CUDNN_ATTENTION=0), so that the
+# rest of the check still measures something; the failure still fails the check.
+blk_unit_attn_cudnn() {
+  require_build
+  if ! ORCHID_REQUIRE_CUDNN=1 run_gtest unit-attn-cudnn \
+      'CudaOpsTest.RaggedCudnnAttention:CudaOpsTest.CudnnAttentionReplaysInACapturedGraph:CudnnLibraryTest.*'; then
+    echo "cuDNN attention failed: ORCHID_CUDNN_ATTENTION=0 (own kernel) from here on"
+    state ORCHID_CUDNN_ATTENTION 0
+    return 1
+  fi
 }
 
 # The attention kernel has three variants (attention.cu); each check runs in its own process,
@@ -374,7 +433,11 @@ blk_unit_engine() {
   require_build
   [ -f "$MINILM/model.safetensors" ] ||
     { echo "no $MINILM: make model, then bench/gpu/prepare-carry.sh"; return 1; }
-  run_gtest unit-engine 'CudaEngineTest.*'
+  if [ "${ORCHID_CUDNN_ATTENTION:-}" = 0 ]; then
+    run_gtest unit-engine 'CudaEngineTest.*'
+  else
+    ORCHID_REQUIRE_CUDNN=1 run_gtest unit-engine 'CudaEngineTest.*'
+  fi
 }
 
 blk_fid_minilm() {
@@ -512,19 +575,111 @@ blk_profile() {
   return $ok
 }
 
-# The same throughput profiles on the first attention kernel (ORCHID_CUDA_ATTENTION=ldmatrix):
-# the default kernel against it on one machine, in one run.
-blk_profile_ab() {
+# The same throughput profiles with the own attention kernel (ORCHID_CUDNN_ATTENTION=0): the
+# cuDNN attention against it on one machine, in one run (orchid-cuDNN vs orchid-own TFLOP/s).
+blk_profile_own() {
   local ok=0
   require_models
   require_build
-  [ "${ORCHID_CUDA_ATTENTION:-pipelined}" = pipelined ] ||
-    skip "the default attention kernel failed its check (ORCHID_CUDA_ATTENTION=$ORCHID_CUDA_ATTENTION)"
-  [ "${BLOCK_unit_attn_ldmatrix:-}" = pass ] || skip "the ldmatrix kernel did not pass its check"
-  ORCHID_CUDA_ATTENTION=ldmatrix PROFILE_TAG=-ldmatrix-attn orchid_profile bert-base \
+  [ "${ORCHID_CUDNN_ATTENTION:-}" != 0 ] ||
+    skip "attention is on the own kernel already (cuDNN failed its check): see profile"
+  ORCHID_CUDNN_ATTENTION=0 PROFILE_TAG=-own-attn orchid_profile bert-base \
     "$M/bert-base" mean --throughput 512 || ok=1
-  ORCHID_CUDA_ATTENTION=ldmatrix PROFILE_TAG=-ldmatrix-attn orchid_profile qwen3-0.6b-causal \
+  ORCHID_CUDNN_ATTENTION=0 PROFILE_TAG=-own-attn orchid_profile qwen3-0.6b-causal \
     "$M/qwen3-0.6b-causal" last --throughput 4096x16 || ok=1
+  return $ok
+}
+
+# A/B of the switches at the throughput shapes (lazy graphs): attention on the own kernel
+# (suffix -own), and cuBLASLt's fused bias + GELU epilogue (tanh approximation, suffix
+# -ltgelu) with its fidelity against PyTorch's exact GELU on BERT-base.
+blk_suite_orchid_ab() {
+  local ok=0
+  require_models
+  require_build
+  if [ "${ORCHID_CUDNN_ATTENTION:-}" != 0 ]; then
+    ORCHID_CUDNN_ATTENTION=0 SUITE_TAG=-own orchid_suites bert-base "$M/bert-base" mean lazy \
+      --throughput 512 || ok=1
+    ORCHID_CUDNN_ATTENTION=0 SUITE_TAG=-own orchid_suites qwen3-0.6b-causal \
+      "$M/qwen3-0.6b-causal" last lazy --throughput 4096x16,512 || ok=1
+  fi
+  ORCHID_CUDA_GELU=cublaslt SUITE_TAG=-ltgelu orchid_suites bert-base "$M/bert-base" mean lazy \
+    --throughput 512 --latency 128 || ok=1
+  ORCHID_CUDA_GELU=cublaslt fidelity bert-base-ltgelu "$M/bert-base" bert mean \
+    "$WORK/ids-bert.txt" || ok=1
+  return $ok
+}
+
+# torch.compile throughput (default mode, static shapes): the first batch compiles and is
+# not timed; its seconds are reported ("compile_s").
+blk_compile_thr_bert_base() {
+  [ -z "$SMALL_FLAG" ] || skip "SMALL=1"
+  require_models
+  torch_suites bert-base "$M/bert-base" bert mean --compile-throughput 512 --compile-margin 60
+}
+blk_compile_thr_qwen3() {
+  [ -z "$SMALL_FLAG" ] || skip "SMALL=1"
+  require_models
+  torch_suites qwen3-0.6b-causal "$M/qwen3-0.6b-causal" qwen3 last \
+    --compile-throughput 4096x16,512 --compile-margin 90
+}
+
+# orchid serve --device cuda (the full binary, built on the build machine and carried with its
+# libraries: bench/gpu/prepare-serve-carry.sh) on the random-weight BERT-base with
+# all-MiniLM-L6-v2's tokenizer (the same BERT uncased vocabulary), and orchid bench's
+# throughput (100 x 512, 4 clients) and latency (128) suites over HTTP; the engine's offline
+# ceiling for the same shapes is suite-orchid-bert-base's (orchid_cuda_check, lazy graphs).
+blk_serve_http() {
+  local port=18093 pid i ok=0 lib
+  require_models
+  local S=$WORK/serve
+  if [ ! -x "$S/bin/orchid" ]; then
+    [ -f "$SERVE/serve.tar.xz" ] ||
+      skip "no $SERVE/serve.tar.xz: bench/gpu/prepare-serve-carry.sh, then a call with carry=[\"build-gpu-serve\"]"
+    mkdir -p "$S" && tar -xJf "$SERVE/serve.tar.xz" -C "$S" || { echo "cannot unpack the serve carry"; return 1; }
+  fi
+  cp -n "$S"/tokenizer/* "$M/bert-base/" 2>/dev/null
+  lib=$S/lib
+  # CUDA's libraries and cuDNN from PyTorch's wheels, and the toolkit's (cuBLASLt, the runtime).
+  for m in nvidia.cudnn nvidia.cublas nvidia.cuda_runtime nvidia.cu13; do
+    d=$($PY -c "import $m as c; print(list(c.__path__)[0])" 2>/dev/null) && lib+=":$d/lib"
+  done
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib; do [ -d "$d" ] && lib+=":$d"; done
+  LD_LIBRARY_PATH=$lib:${LD_LIBRARY_PATH:-} "$S/bin/orchid" serve --model "$M/bert-base" \
+    --device cuda --host 127.0.0.1 --port $port --max-batch-tokens 16384 \
+    >"$LOGS/serve.log" 2>&1 &
+  pid=$!
+  for i in $(seq 1 60); do
+    http_get "http://127.0.0.1:$port/health" >/dev/null && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 1
+  done
+  if ! http_get "http://127.0.0.1:$port/info" >"$WORK/serve-info.json"; then
+    tail -20 "$LOGS/serve.log"; kill $pid 2>/dev/null; echo "orchid serve did not come up"; return 1
+  fi
+  grep -o '"engine":{[^}]*}' "$WORK/serve-info.json"
+  rm -f "$WORK/serve-bench.jsonl"
+  LD_LIBRARY_PATH=$lib:${LD_LIBRARY_PATH:-} "$S/bin/orchid" bench \
+    --target "http://127.0.0.1:$port" --label orchid-http --model "$M/bert-base" \
+    --reference none --corpus "$S/corpus.csv" --suite throughput --suite latency \
+    --throughput-lengths 512 --throughput-batches 4 --latency-lengths 128 \
+    --latency-requests 100 --out "$WORK/serve-bench.jsonl" || ok=1
+  kill $pid 2>/dev/null
+  wait $pid 2>/dev/null
+  # orchid bench's rows as the report's (impl bert-base/orchid-http).
+  $PY - "$WORK/serve-bench.jsonl" <<'PYEOF' | tee -a "$JSONL"
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    out = {"impl": "bert-base/orchid-http", "suite": r["suite"], "len": r["length"],
+           "batch": r["batch"], "clients": r["clients"]}
+    if r["suite"] == "throughput":
+        out.update(emb_per_s=r["embeddings_per_s"], tokens_per_s=r["embeddings_per_s"] * r["length"])
+    else:
+        out.update(iters=r["requests"], p50_ms=r["p50_ms"], p90_ms=r["p90_ms"], p99_ms=r["p99_ms"],
+                   max_ms=r["max_ms"])
+    print(json.dumps(out))
+PYEOF
   return $ok
 }
 

@@ -21,11 +21,13 @@ lent GPU machine; or a CPU with --device cpu and --small, to test this script).
 
   gpu_check.py torch --model DIR --kind bert|qwen3 [--bidir] --name NAME --pooling mean|last
                      [--ids FILE --ref-out FILE.npy] [--latency 128,512] [--throughput 512,4096x16]
-                     [--batch 100] [--compile-latency 128] [--compile-margin S] [--iters N]
+                     [--batch 100] [--compile-latency 128] [--compile-throughput 512,4096x16]
+                     [--compile-margin S] [--iters N]
                      [--deadline UNIX_TIME]
       Reference embeddings in PyTorch bf16 (transformers, SDPA) per sequence (batch 1, no
-      padding), pooled and L2-normalised; then the engine-level suites for PyTorch eager and
-      torch.compile(mode="reduce-overhead"), one JSON object per line (same keys as
+      padding), pooled and L2-normalised; then the engine-level suites for PyTorch eager,
+      torch.compile (default mode) throughput with its compile seconds ("compile_s", not in the
+      rate) and torch.compile(mode="reduce-overhead") latency, one JSON object per line (same keys as
       orchid_cuda_check). Throughput entries are LEN (batches of --batch) or LENxBATCH.
       Bidirectional Qwen3 uses a plain PyTorch forward over the same modules (transformers'
       Qwen3 is causal); for causal models that forward is also checked against transformers'
@@ -369,18 +371,27 @@ def run_torch(args):
                               "iters": iters, "p50_ms": pct(50), "p90_ms": pct(90),
                               "p99_ms": pct(99), "max_ms": ms[-1]}), flush=True)
 
-        def throughput(fn, impl, n, batch, batches):
+        def throughput(fn, impl, n, batch, batches, report_warmup=False):
             inputs = [rand_ids(batch, n) for _ in range(2)]
-            fn(inputs[0].to(dev)).cpu()
+            w0 = time.perf_counter()
+            fn(inputs[0].to(dev)).cpu()  # torch.compile compiles here: not timed, reported
             if dev.type == "cuda":
                 torch.cuda.synchronize()
+            warmup = time.perf_counter() - w0
+            if report_warmup:  # a second untimed batch: anything left to compile or tune
+                fn(inputs[1].to(dev)).cpu()
+                if dev.type == "cuda":
+                    torch.cuda.synchronize()
             t0 = time.perf_counter()
             for i in range(batches):
                 fn(inputs[i % 2].to(dev)).cpu()
             sec = time.perf_counter() - t0
-            print(json.dumps({"impl": impl, "suite": "throughput", "len": n, "batch": batch,
-                              "batches": batches, "emb_per_s": batches * batch / sec,
-                              "tokens_per_s": batches * batch * n / sec}), flush=True)
+            row = {"impl": impl, "suite": "throughput", "len": n, "batch": batch,
+                   "batches": batches, "emb_per_s": batches * batch / sec,
+                   "tokens_per_s": batches * batch * n / sec}
+            if report_warmup:
+                row["compile_s"] = round(warmup, 1)
+            print(json.dumps(row), flush=True)
 
         def out_of_time(margin):
             return args.deadline and time.time() + margin > args.deadline
@@ -400,6 +411,20 @@ def run_torch(args):
             throughput(embed, eager, n, b, 3 if n * b >= 200000 else 6)
 
         comp = f"{args.name}/torch-compile"
+        # Throughput with torch.compile (default mode, static shapes: what a PyTorch user runs
+        # for bulk embedding); compile time excluded from the rate, reported as compile_s.
+        thr_c = parse_throughput(args.compile_throughput, args.batch)
+        if thr_c and not (args.kind == "qwen3" and bidir):
+            compiled_t = torch.compile(embed, dynamic=False)
+            for n, b in thr_c:
+                if out_of_time(args.compile_margin):
+                    print(json.dumps({"impl": comp, "skipped": f"throughput {n}x{b}: time budget"}))
+                    continue
+                try:
+                    throughput(compiled_t, comp, n, b, 3 if n * b >= 200000 else 6,
+                               report_warmup=True)
+                except Exception as e:  # report, keep the rest of the check going
+                    print(json.dumps({"impl": comp, "error": f"throughput {n}x{b}: {e!r}"[:300]}))
         if parse_ints(args.compile_latency):
             compiled = torch.compile(embed, mode="reduce-overhead", dynamic=False)
             for n in parse_ints(args.compile_latency):
@@ -757,15 +782,23 @@ def report(args):
     if thr_by:
         out += ["", "## Side by side: throughput (embeddings/s; ratio > 1: orchid faster)", "",
                 f"Model TFLOP/s count dense + attention FLOPs; the card's bf16 GEMM peak measured "
-                f"in this run: {peak:.0f} TFLOP/s." if peak else "", "",
-                "| model | tokens/seq | batch | orchid lazy | orchid off | torch eager | "
-                "lazy / eager | orchid TFLOP/s | % of GEMM peak |",
-                "|---|---|---|---|---|---|---|---|---|"]
+                f"in this run: {peak:.0f} TFLOP/s." if peak else "",
+                "orchid lazy: lazy CUDA graphs, attention on cuDNN where it loaded (own-attn: "
+                "ORCHID_CUDNN_ATTENTION=0; lt-gelu: ORCHID_CUDA_GELU=cublaslt); http: orchid serve "
+                "+ orchid bench (4 clients); torch compile: default mode, compile time excluded.",
+                "",
+                "| model | tokens/seq | batch | orchid lazy | orchid off | own-attn | lt-gelu | "
+                "http | torch eager | torch compile | lazy / eager | lazy / compile | "
+                "http / lazy | orchid TFLOP/s | % of GEMM peak |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for (model, n, b), d in sorted(thr_by.items()):
             lazy, off, eag = (d.get("orchid-graphs-lazy"), d.get("orchid-graphs-off"),
                               d.get("torch-eager"))
+            own, ltg, http, comp = (d.get("orchid-graphs-lazy-own"), d.get("orchid-graphs-lazy-ltgelu"),
+                                    d.get("orchid-http"), d.get("torch-compile"))
             g = (lambda x: f"{x:.1f}" if x is not None else "-")
-            rr = f"{lazy / eag:.2f}" if lazy is not None and eag else "-"
+            q = (lambda a, c: f"{a / c:.2f}" if a is not None and c else "-")
+            rr = f"{q(lazy, eag)} | {q(lazy, comp)} | {q(http, lazy)}"
             tf, pct = "-", "-"
             mi = models.get(model)
             if mi and lazy:
@@ -774,8 +807,13 @@ def report(args):
                 tf = f"{flops / 1e12:.0f}"
                 if peak:
                     pct = f"{100 * flops / 1e12 / peak:.0f}%"
-            out.append(f"| {model} | {n} | {b} | {g(lazy)} | {g(off)} | {g(eag)} | {rr} | "
-                       f"{tf} | {pct} |")
+            out.append(f"| {model} | {n} | {b} | {g(lazy)} | {g(off)} | {g(own)} | {g(ltg)} | "
+                       f"{g(http)} | {g(eag)} | {g(comp)} | {rr} | {tf} | {pct} |")
+        compiles = [r for r in thr if "compile_s" in r]
+        if compiles:
+            out += ["", "torch.compile seconds (first batch, not in the rates): " +
+                    ", ".join(f"{r['impl']} {r['len']}x{r['batch']}: {r['compile_s']}"
+                              for r in compiles)]
     out += profile_tables(rows, peak)
     other = [r for r in rows if "skipped" in r or "error" in r]
     if other:
@@ -830,6 +868,8 @@ def main():
     s.add_argument("--throughput", default="")
     s.add_argument("--batch", type=int, default=100)
     s.add_argument("--compile-latency", default="")
+    s.add_argument("--compile-throughput", default="",
+                   help="torch.compile throughput entries (LEN or LENxBATCH), compile excluded")
     s.add_argument("--compile-margin", type=float, default=150,
                    help="seconds before --deadline under which no compile starts")
     s.add_argument("--iters", type=int, default=50)

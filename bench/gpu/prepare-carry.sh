@@ -6,7 +6,10 @@
 #                             machine (simdjson + runtime, fmt + runtime, GoogleTest), unpacked
 #                             there into a private prefix (dpkg -x, or ar + tar without dpkg);
 #   all-MiniLM-L6-v2-bf16/    the default model (`make model` first) with bf16 weights (~45 MB)
-#                             and its sentence-transformers/tokenizer files.
+#                             and its sentence-transformers/tokenizer files;
+#   cudnn-frontend.tar.gz     cudnn-frontend's headers (~0.5 MB; scripts/fetch-cudnn-frontend.sh):
+#                             the build there compiles cuDNN attention against them and against
+#                             the cuDNN headers of PyTorch's nvidia-cudnn wheel.
 # The whole stays under the device tool's 64 MiB limit together with the repository.
 # PYTHON: an interpreter with numpy (default: .venv-bench/bin/python if present, else python3).
 set -euo pipefail
@@ -24,4 +27,5 @@ if [ -f models/all-MiniLM-L6-v2/model.safetensors ]; then
 else
   echo "models/all-MiniLM-L6-v2 missing (make model): the device check will skip it"
 fi
+scripts/fetch-cudnn-frontend.sh --tar "$C/cudnn-frontend.tar.gz"
 du -sh "$C"

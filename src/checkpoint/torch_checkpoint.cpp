@@ -16,10 +16,10 @@ namespace {
 
 std::string ErrPrefix(const std::string& path) { return "PyTorch checkpoint " + path + ": "; }
 
-// The README's conversion (safetensors' own helper does the same for a state dict).
+// The conversion docs/models.md gives (safetensors' own helper does the same for a state dict).
 constexpr const char* kConvertHint =
     "; convert it to safetensors with `python -c \"import torch, safetensors.torch as st; "
-    "st.save_file(torch.load('FILE', weights_only=True), 'FILE.safetensors')\"` (README, "
+    "st.save_file(torch.load('FILE', weights_only=True), 'FILE.safetensors')\"` (docs/models.md, "
     "\"PyTorch .pt / .bin weights\")";
 
 // ---- pickle -------------------------------------------------------------------------------

@@ -15,7 +15,7 @@
 // Any other global is refused, naming it: nothing from the file is ever called or imported. The
 // pickle must give a dict of name -> tensor (a state dict); each tensor must be contiguous and
 // lie inside its storage entry. The legacy (pre-1.6, non-zip) format is refused with the
-// conversion to safetensors that the README documents. Errors are kCorrupt / kIoError /
+// conversion to safetensors that docs/models.md documents. Errors are kCorrupt / kIoError /
 // kNotFound Statuses that name the file.
 //
 // Thread safety: immutable after Open(); any thread may read it.

@@ -388,11 +388,15 @@ int RunBench(const BenchOptions& o) {
     target.base64 = !o.float_format;
     target.api_key = o.api_key;
     double worst = 0;
-    if (Status st = CheckFidelity(target, o, &worst); !st.ok()) {
+    if (o.reference_dir == "none") {
+      // A model without reference embeddings (the device check's random-weight BERT-base).
+      spdlog::warn("no warm-up fidelity check (--reference none)");
+    } else if (Status st = CheckFidelity(target, o, &worst); !st.ok()) {
       spdlog::error("{}", st.ToString());
       return 1;
+    } else {
+      spdlog::info("warm-up fidelity: min cosine {:.7f} over 64 reference sentences", worst);
     }
-    spdlog::info("warm-up fidelity: min cosine {:.7f} over 64 reference sentences", worst);
   }
   const std::string label = o.label.empty() ? o.target : o.label;
   std::FILE* json = o.out.empty() ? nullptr : std::fopen(o.out.c_str(), "a");
@@ -485,7 +489,8 @@ void RegisterBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--api-key", o->api_key, "HTTP targets: sent as `Authorization: Bearer KEY`")
       ->envname("ORCHID_API_KEY");
   cmd->add_option("--reference", o->reference_dir,
-                  "reference embeddings for the warm-up check (inputs.json + embeddings.f32)")
+                  "reference embeddings for the warm-up check (inputs.json + embeddings.f32); "
+                  "none: no check")
       ->capture_default_str();
   cmd->add_option("--corpus", o->corpus, "CSV whose first two columns are sentences")
       ->capture_default_str();

@@ -350,6 +350,9 @@ Result<ServingModel> LoadServingModel(const std::string& dir, const std::string&
   }
   out.model.info = out.engine->info();
   ModelInfo& info = out.model.info;
+  for (const ModelInfo::EngineFact& f : info.engine_facts) {
+    spdlog::info("{}: {}: {}", out.model.name, f.name, f.value);
+  }
   if (info.dtype.empty()) info.dtype = flags.device == "cuda" ? "bfloat16" : "float32";
   out.model.max_input_tokens =
       info.max_seq_length > 0 ? info.max_seq_length : info.max_position_embeddings;

@@ -134,6 +134,15 @@ struct ModelInfo {
   };
   Fidelity fidelity;
 
+  // What the engine chose to run its ops on, where a choice was made at load time and why
+  // (the CUDA engine: "attention" -> "cudnn fused SDPA ... cuDNN 9.19.0 ..." or "own kernel
+  // (pipelined) ...; cuDNN not loaded: ..."), in order, for /info ("engine") and the start-up
+  // log. Empty from the CPU engine and from older workers.
+  struct EngineFact {
+    std::string name, value;
+  };
+  std::vector<EngineFact> engine_facts;
+
   // Width of the rows the engine returns: hidden_size for embedders, num_labels for scorers.
   int output_dim() const {
     return task == ModelTask::kScore ? num_labels

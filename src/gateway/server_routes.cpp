@@ -195,6 +195,12 @@ void Info(const ServedModels& served, RouteCall call) {
     w.Key("similarity").String(SimilarityName(m.prompts().similarity));
   }
   WriteTasks(info, &w);
+  // What the engine runs its ops on (the CUDA engine's attention library and why).
+  if (!info.engine_facts.empty()) {
+    w.Key("engine").BeginObject();
+    for (const ModelInfo::EngineFact& f : info.engine_facts) w.Key(f.name).String(f.value);
+    w.EndObject();
+  }
   w.Key("models").BeginArray();
   for (const RoutedModel& rm : served.all()) w.String(rm.embed->model_name());
   w.EndArray().EndObject();

@@ -375,6 +375,11 @@ void ToProto(const WorkerModel& model, int max_batch_tokens, v1::InfoResponse* o
   out->set_fidelity_min_cosine(model.info.fidelity.min_cosine);
   for (const std::string& t : model.info.tasks) out->add_tasks(t);
   for (int d : model.info.matryoshka_dimensions) out->add_matryoshka_dimensions(uint32_t(d));
+  for (const ModelInfo::EngineFact& f : model.info.engine_facts) {
+    v1::EngineFact* e = out->add_engine_facts();
+    e->set_name(f.name);
+    e->set_value(f.value);
+  }
   out->set_vocab_size(model.info.vocab_size);
   out->set_default_pooling(ToProto(model.info.default_pooling));
   out->set_default_normalize(model.info.default_normalize);
@@ -461,6 +466,8 @@ Result<WorkerModel> FromProto(const v1::InfoResponse& in) {
     }
     m.info.matryoshka_dimensions.push_back(int(d));
   }
+  for (const v1::EngineFact& f : in.engine_facts())
+    m.info.engine_facts.push_back({f.name(), f.value()});
   m.info.max_position_embeddings = m.max_input_tokens;
   ORCHID_ASSIGN_OR_RETURN(m.info.default_pooling, FromProto(in.default_pooling(), Pooling::kMean));
   m.info.default_normalize = in.default_normalize();

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "backends/cuda/cuda_check.h"
@@ -23,7 +26,56 @@ Status Refused(const char* op) {
 
 CudaBackend::~CudaBackend() = default;
 
-Status CudaBackend::Init() { return gemm_.Init(); }
+CudaBackend::GeluEpilogue CudaBackend::GeluEpilogueMode() {
+  static const GeluEpilogue mode = [] {
+    const char* e = std::getenv("ORCHID_CUDA_GELU");
+    return e != nullptr && std::strcmp(e, "cublaslt") == 0 ? GeluEpilogue::kCublasLtTanh
+                                                           : GeluEpilogue::kSeparateErf;
+  }();
+  return mode;
+}
+
+Status CudaBackend::Init() {
+  ORCHID_RETURN_IF_ERROR(gemm_.Init());
+  if (const char* e = std::getenv("ORCHID_CUDNN_ATTENTION");
+      e != nullptr && (std::strcmp(e, "0") == 0 || std::strcmp(e, "off") == 0)) {
+    cudnn_off_ = "ORCHID_CUDNN_ATTENTION=" + std::string(e);
+    return Status::Ok();
+  }
+  auto cudnn = CudnnAttention::Create(stream_);
+  if (cudnn.ok()) {
+    cudnn_ = std::move(*cudnn);
+  } else if (cudnn.status().code() == StatusCode::kUnavailable) {
+    cudnn_off_ = cudnn.status().message();  // not installed, or off: the own kernel
+  } else {
+    return cudnn.status();  // loaded but broken: say so
+  }
+  return Status::Ok();
+}
+
+bool CudaBackend::length_bucketed() const {
+  for (const auto& [key, route] : routes_) {
+    (void)key;
+    if (route.cudnn) return true;
+  }
+  return false;
+}
+
+std::string CudaBackend::AttentionReport() const {
+  std::string r;
+  for (const auto& [key, route] : routes_) {
+    (void)key;
+    if (!r.empty()) r += "; ";
+    r += route.why;
+  }
+  return r;
+}
+
+CudaBackend::AttentionStats CudaBackend::attention_stats() const {
+  AttentionStats s = attn_stats_;
+  s.cudnn_plans = cudnn_ != nullptr ? cudnn_->plans() : 0;
+  return s;
+}
 
 // --- load time -----------------------------------------------------------------------------
 
@@ -92,7 +144,14 @@ Status CudaBackend::Allocate(int max_tokens, int max_seqs) {
   for (const LinearLayer& l : linears_) {
     width = std::max({width, l.n_pad == l.n ? l.n : 2 * l.n_pad, l.k});
   }
-  return arena_.Allocate(decls(), max_tokens, max_seqs, width, &memory_, stream_);
+  ORCHID_RETURN_IF_ERROR(arena_.Allocate(decls(), max_tokens, max_seqs, width, &memory_, stream_));
+  // cuDNN attention's ragged index (a few KB; fixed addresses, like the arena).
+  const size_t n = size_t(max_seqs) + 1;
+  ORCHID_ASSIGN_OR_RETURN(void* index, memory_.Alloc(3 * n * sizeof(int32_t)));
+  seq_len_ = static_cast<int32_t*>(index);
+  qkv_offset_ = seq_len_ + n;
+  out_offset_ = qkv_offset_ + n;
+  return Status::Ok();
 }
 
 void CudaBackend::Begin(const Inputs& device_inputs, int tb, int sb, bool prune) {
@@ -101,6 +160,7 @@ void CudaBackend::Begin(const Inputs& device_inputs, int tb, int sb, bool prune)
   sb_ = sb;
   prune_ = prune;
   pending_.reset();
+  index_qkv_pitch_ = index_out_pitch_ = -1;  // the ragged index is computed again this pass
   prof_ = InstalledOpProfiler();
   if (prof_ != nullptr) {
     // A pass being captured into a graph is not timed (events would become graph nodes, and a
@@ -206,12 +266,17 @@ Status CudaBackend::DoLinear(ops::Buffer in, ops::LinearWeight w, ops::Buffer ou
     }
   }
 
+  // cuBLASLt's bias + GELU epilogue (tanh approximation) replaces the exact-GELU pass when
+  // ORCHID_CUDA_GELU=cublaslt and the layer has a bias (every GELU layer of the admitted
+  // families); otherwise the GEMM's bias epilogue and the exact pass after it.
+  const bool fused_gelu = e == ops::Epilogue::kGelu && l.bias != nullptr &&
+                          GeluEpilogueMode() == GeluEpilogue::kCublasLtTanh;
   const int R = rows(in);
   // Profiling: each launch timed apart ("Linear n=3072 k=768 gelu: gemm", "...: gelu", ...).
   auto label = [&](const char* part) {
     return [&, part] {
       return "Linear n=" + std::to_string(l.n) + " k=" + std::to_string(l.k) +
-             (e == ops::Epilogue::kGelu ? " gelu"
+             (e == ops::Epilogue::kGelu ? (fused_gelu ? " gelu(lt-tanh)" : " gelu")
               : residual                ? " +res"
                                         : "") +
              (is_bf16(in) ? "" : " f32-in") + (fp32_out ? " f32-out" : "") +
@@ -223,14 +288,16 @@ Status CudaBackend::DoLinear(ops::Buffer in, ops::LinearWeight w, ops::Buffer ou
       return ORCHID_CUDA_STATUS(Fp32ToBf16(f32(in), R, l.k, scratch(Scratch::kConvertIn), stream_));
     }));
   }
-  const GemmEpilogue ep = l.bias != nullptr ? GemmEpilogue::kBias : GemmEpilogue::kNone;
+  const GemmEpilogue ep = fused_gelu          ? GemmEpilogue::kBiasGelu
+                          : l.bias != nullptr ? GemmEpilogue::kBias
+                                              : GemmEpilogue::kNone;
   // The GEMM (bias of the output's type), the exact GELU, then the padded width's first n
   // columns copied out; the same steps into bf16 or fp32.
   auto run = [&](auto* dst, const auto* bias, auto* final_out) -> Status {
     ORCHID_RETURN_IF_ERROR(Launch(
         label("gemm"), [&] { return gemm_.Run(x, l.w, bias, dst, R, l.n_pad, l.k, ep, stream_); },
         2.0 * R * l.n_pad * l.k));
-    if (e == ops::Epilogue::kGelu) {
+    if (e == ops::Epilogue::kGelu && !fused_gelu) {
       ORCHID_RETURN_IF_ERROR(Launch(
           label("gelu"), [&] { return ORCHID_CUDA_STATUS(GeluErf(dst, R, l.n_pad, stream_)); }));
     }
@@ -287,6 +354,77 @@ Status CudaBackend::DoQkNormRope(ops::Buffer qkv, const ops::RopeOptions& o) {
   });
 }
 
+const CudaBackend::AttentionRoute& CudaBackend::Route(const ops::AttentionOptions& o, int qkv_pitch,
+                                                      int out_pitch) {
+  const RouteKey key{o.num_heads, o.num_kv_heads, o.head_dim, o.causal, qkv_pitch, out_pitch};
+  if (auto it = routes_.find(key); it != routes_.end()) return it->second;
+  AttentionRoute r;
+  const std::string layout =
+      std::to_string(o.num_heads) + " heads (" + std::to_string(o.num_kv_heads) +
+      " kv) d=" + std::to_string(o.head_dim) + (o.causal ? " causal" : " bidirectional");
+  const std::string own =
+      std::string("own kernel (") + AttentionKernelName(DefaultAttentionKernel()) + "), " + layout;
+  if (cudnn_ == nullptr) {
+    r.why = own + "; cuDNN not used: " + cudnn_off_;
+  } else {
+    // Whether cuDNN builds a plan for these heads at all, on a representative shape (one
+    // sequence of up to 128 rows); the passes' own shapes are built as they come.
+    const CudnnAttentionShape probe{1,
+                                    128,
+                                    o.num_heads,
+                                    o.num_kv_heads,
+                                    o.head_dim,
+                                    o.causal,
+                                    1.f / std::sqrt(float(o.head_dim)),
+                                    qkv_pitch,
+                                    out_pitch};
+    const Status st = cudnn_->Prepare(probe);
+    if (st.ok()) {
+      r.cudnn = true;
+      r.why = "cudnn fused SDPA (ragged THD), " + layout + "; " + Cudnn().Describe();
+    } else {
+      r.why = own + "; " + st.message();
+    }
+  }
+  std::fprintf(stderr, "orchid CUDA backend: attention: %s\n", r.why.c_str());
+  return routes_.emplace(key, std::move(r)).first->second;
+}
+
+Status CudaBackend::CudnnAttentionPass(ops::Buffer qkv, const ops::AttentionOptions& o,
+                                       int out_pitch, float scale, bf16* dst) {
+  const int qkv_pitch = decl(qkv).width;
+  // The ragged offsets are int32 element offsets (as PyTorch passes them).
+  if (int64_t(tb_) * std::max(qkv_pitch, out_pitch) >= (int64_t(1) << 31)) {
+    return Status::Unimplemented("cuDNN attention: " + std::to_string(tb_) +
+                                 " rows of this pitch overflow its int32 offsets");
+  }
+  CudnnAttentionShape shape;
+  shape.batch = sb_;
+  shape.max_seq_len = in_.max_seq_len > 0 ? std::min(in_.max_seq_len, tb_) : tb_;
+  shape.num_q = o.num_heads;
+  shape.num_kv = o.num_kv_heads;
+  shape.head_dim = o.head_dim;
+  shape.causal = o.causal;
+  shape.scale = scale;
+  shape.qkv_pitch = qkv_pitch;
+  shape.out_pitch = out_pitch;
+  ORCHID_RETURN_IF_ERROR(cudnn_->Prepare(shape));
+  const std::string name =
+      "Attention h=" + std::to_string(o.num_heads) + " kv=" + std::to_string(o.num_kv_heads) +
+      " d=" + std::to_string(o.head_dim) + (o.causal ? " causal" : "") + " cudnn";
+  if (index_qkv_pitch_ != qkv_pitch || index_out_pitch_ != out_pitch) {
+    ORCHID_RETURN_IF_ERROR(Launch(name + ": index", [&] {
+      return ORCHID_CUDA_STATUS(RaggedAttentionIndex(in_.cu, sb_, qkv_pitch, out_pitch, seq_len_,
+                                                     qkv_offset_, out_offset_, stream_));
+    }));
+    index_qkv_pitch_ = qkv_pitch;
+    index_out_pitch_ = out_pitch;
+  }
+  return Launch(
+      name, [&] { return cudnn_->Run(shape, bf(qkv), seq_len_, qkv_offset_, out_offset_, dst); }, 0,
+      4.0 * o.head_dim * o.num_heads * (o.causal ? 0.5 : 1.0));
+}
+
 Status CudaBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::AttentionOptions& o) {
   // Supports(): bf16, no bias, relative positions, window or scale, an instantiated head_dim.
   ORCHID_RETURN_IF_ERROR(Touch(qkv));
@@ -303,15 +441,37 @@ Status CudaBackend::DoAttention(ops::Buffer qkv, ops::Buffer out, const ops::Att
              (o.causal ? " causal" : "") + part;
     };
   };
-  // QK^T and PV: 4 head_dim num_heads FLOPs per (query, key) pair, half the pairs when causal.
-  ORCHID_RETURN_IF_ERROR(Launch(
-      label(""),
-      [&] {
-        return ORCHID_CUDA_STATUS(RaggedFlashAttention(bf(qkv), in_.cu, in_.tile_seq, in_.tile_q0,
-                                                       in_.num_tiles, o.num_heads, o.num_kv_heads,
-                                                       o.head_dim, scale, o.causal, dst, stream_));
-      },
-      0, 4.0 * o.head_dim * o.num_heads * (o.causal ? 0.5 : 1.0)));
+  const AttentionRoute& route = Route(o, decl(qkv).width, W);
+  bool done = arena_.planning();  // (planning launches nothing; the route is decided)
+  if (!done && route.cudnn) {
+    const Status st = CudnnAttentionPass(qkv, o, W, scale, dst);
+    if (st.ok()) {
+      done = true;
+      ++attn_stats_.cudnn_calls;
+    } else if (st.code() != StatusCode::kUnimplemented) {
+      return st;
+    } else {
+      // A shape cuDNN refuses (or offsets that would overflow): the own kernel, said once.
+      ++attn_stats_.cudnn_fallbacks;
+      if (logged_.emplace(st.message(), true).second) {
+        std::fprintf(stderr,
+                     "orchid CUDA backend: attention on the own kernel for this shape: %s\n",
+                     st.message().c_str());
+      }
+    }
+  }
+  if (!done) {
+    if (!arena_.planning()) ++attn_stats_.own_calls;
+    // QK^T and PV: 4 head_dim num_heads FLOPs per (query, key) pair, half the pairs when causal.
+    ORCHID_RETURN_IF_ERROR(Launch(
+        label(""),
+        [&] {
+          return ORCHID_CUDA_STATUS(RaggedFlashAttention(
+              bf(qkv), in_.cu, in_.tile_seq, in_.tile_q0, in_.num_tiles, o.num_heads,
+              o.num_kv_heads, o.head_dim, scale, o.causal, dst, stream_));
+        },
+        0, 4.0 * o.head_dim * o.num_heads * (o.causal ? 0.5 : 1.0)));
+  }
   if (!pooled) return Status::Ok();
   return Launch(label(": gather pooled"), [&] {
     return ORCHID_CUDA_STATUS(

@@ -28,14 +28,15 @@
 //   Embed          position + type + LayerNorm into bf16 -> EmbedLayerNorm; word only into
 //                  fp32 -> EmbedGather; other forms kUnimplemented.
 //   Linear         LtGemm (bias epilogue when the weight has one); kGelu: exact-erf GELU kernel
-//                  on the GEMM output; kResidualAdd: DEFERRED, the GEMM writes the scratch
-//                  `delta` and the next Norm of that residual fuses the add (AddLayerNorm on a
-//                  bf16 residual normalised in place, AddRmsNorm on an fp32 residual). Any other
-//                  op touching that residual, a second residual add, or Finish() first flushes
-//                  it with an element-wise add. The pending state is host-side and depends only
-//                  on the op sequence, so it is the same in every replay of a graph.
-//                  An fp32 input is converted into bf16 scratch first. An fp32 output (the
-//                  heads: the scorer's logits, the classifier's hidden layer) is written by
+//                  on the GEMM output, or with ORCHID_CUDA_GELU=cublaslt cuBLASLt's fused
+//                  bias + GELU epilogue (the tanh approximation: GeluEpilogueMode()); kResidualAdd:
+//                  DEFERRED, the GEMM writes the scratch `delta` and the next Norm of that residual
+//                  fuses the add (AddLayerNorm on a bf16 residual normalised in place, AddRmsNorm
+//                  on an fp32 residual). Any other op touching that residual, a second residual
+//                  add, or Finish() first flushes it with an element-wise add. The pending state is
+//                  host-side and depends only on the op sequence, so it is the same in every replay
+//                  of a graph. An fp32 input is converted into bf16 scratch first. An fp32 output
+//                  (the heads: the scorer's logits, the classifier's hidden layer) is written by
 //                  the GEMM in fp32 (fp32 bias epilogue; kGelu on the fp32 values), never
 //                  rounded to bf16. A padded width goes through scratch (bf16, or fp32 for an
 //                  fp32 output) and its first n columns are copied out.
@@ -43,8 +44,15 @@
 //                  RMSNorm fp32 residual -> bf16 (AddRmsNorm, delta == nullptr when nothing is
 //                  pending).
 //   QkNormRope     QkNormRope (positions from the input block).
-//   Attention      RaggedFlashAttention (tiles from the input block, scale 1/sqrt(head_dim));
-//                  into a kPooled buffer: full attention into scratch, then GatherPooledRows.
+//   Attention      cuDNN's fused SDPA (CudnnAttention, cudnn_attention.h) when cuDNN is loaded
+//                  and builds a plan for the layer's heads (decided once per head layout, at
+//                  Plan() or the first call: AttentionReport() says which and why), on the
+//                  ragged QKV rows with the pass's length bucket (Inputs::max_seq_len; its
+//                  seq_len / offset index computed from cu_seqlens once per pass by
+//                  RaggedAttentionIndex); else, and for any shape cuDNN refuses, the own
+//                  RaggedFlashAttention (tiles from the input block). Scale 1/sqrt(head_dim).
+//                  Into a kPooled buffer: full attention into scratch, then GatherPooledRows.
+//                  ORCHID_CUDNN_ATTENTION=0 keeps every layer on the own kernel.
 //   SwiGlu, Activate(kTanh), GatherPooled -> SwiGlu, Tanh, GatherPooledRows.
 //   Pool           PoolNormalize over the batch's cu_seqlens (kTokens input) or over an
 //                  identity cu_seqlens kept in the arena (kPooled input: each pooled row is its
@@ -70,12 +78,16 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
 #include "backends/cuda/activation_arena.h"
+#include "backends/cuda/cudnn_attention.h"
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/op_profiler.h"
@@ -100,7 +112,15 @@ class CudaBackend final : public ops::Backend {
     int num_tiles = 0;
     const uint8_t* mode = nullptr;  // [sb] orchid::Pooling values; 0 for padding
     const uint8_t* norm = nullptr;  // [sb] 1 = L2-normalise
+    // The pass's length bucket: no sequence is longer (cuDNN's attention plans are built for
+    // it, so it is part of the engine's graph key when length_bucketed()). 0: the token bucket.
+    int max_seq_len = 0;
   };
+  // How exact GELU (Epilogue::kGelu) is applied after a GEMM: a separate exact-erf pass (the
+  // default), or cuBLASLt's fused bias + GELU epilogue (tanh approximation; ORCHID_CUDA_GELU=
+  // cublaslt, read once), kept only if the device check shows it pays and fidelity holds.
+  enum class GeluEpilogue : uint8_t { kSeparateErf, kCublasLtTanh };
+  static GeluEpilogue GeluEpilogueMode();
 
   // Work is enqueued on `stream` (the caller's; it must outlive the backend's use of it).
   explicit CudaBackend(cudaStream_t stream) : stream_(stream) {}
@@ -113,8 +133,26 @@ class CudaBackend final : public ops::Backend {
   // kernels cannot run is refused while it is loaded and planned).
   Status Supports(const ops::OpCall& call) const override { return cuda::Supports(call); }
 
-  // Creates the cuBLASLt handle and workspace on the current device. Before any weight.
+  // Creates the cuBLASLt handle and workspace on the current device, and cuDNN's handle when
+  // cuDNN loads (cudnn_attention.h; without it attention runs on the own kernel). Before any
+  // weight.
   Status Init();
+
+  // Whether some attention layer runs on cuDNN, whose plans depend on the pass's length
+  // bucket (Inputs::max_seq_len): the engine then keys its graphs by it too. Known after
+  // Plan() (or the first pass).
+  bool length_bucketed() const;
+  // Which library runs the model's attention and why, for the log and /info, e.g. "cudnn:
+  // cuDNN 9.19.0 (...), fused SDPA, ragged, 12 heads (12 kv) d=64" or "own kernel (pipelined):
+  // cuDNN not loaded: ...". Empty before Plan() or the first pass.
+  std::string AttentionReport() const;
+  struct AttentionStats {
+    uint64_t cudnn_calls = 0;      // attention launches on cuDNN (eager passes and captures)
+    uint64_t own_calls = 0;        // on the own kernel
+    uint64_t cudnn_fallbacks = 0;  // calls routed to cuDNN that a refused shape sent back
+    size_t cudnn_plans = 0;
+  };
+  AttentionStats attention_stats() const;
 
   // Optional, after the family is loaded and before Allocate: runs `forward` (the family's
   // Forward on this backend) unpruned and pruned without launching anything, to size the
@@ -178,6 +216,17 @@ class CudaBackend final : public ops::Backend {
     ops::Buffer residual;
   };
   using Scratch = ActivationArena::Scratch;
+  // Which library one head layout's attention runs on (decided once: Route()).
+  struct AttentionRoute {
+    bool cudnn = false;
+    std::string why;  // the report's text
+  };
+  using RouteKey = std::tuple<int, int, int, bool, int, int>;  // heads, kv, d, causal, pitches
+  const AttentionRoute& Route(const ops::AttentionOptions& o, int qkv_pitch, int out_pitch);
+  // Attention on cuDNN into dst ([tb, out_pitch]); kUnimplemented when cuDNN refuses this
+  // pass's shape (the caller falls back to the own kernel).
+  Status CudnnAttentionPass(ops::Buffer qkv, const ops::AttentionOptions& o, int out_pitch,
+                            float scale, bf16* dst);
 
   bool is_bf16(ops::Buffer b) const { return decl(b).precision == ops::Precision::kActivation; }
   // A buffer's rows in the current pass (tb or sb).
@@ -229,6 +278,20 @@ class CudaBackend final : public ops::Backend {
   bool prune_ = false;
   std::optional<Pending> pending_;
   OpProfiler* prof_ = nullptr;  // the installed profiler for this pass, or null (Begin)
+
+  // cuDNN attention: the handle (null: not loaded, or ORCHID_CUDNN_ATTENTION=0, reason in
+  // cudnn_off_), the routes, the ragged index ([max_seqs] seq_len, [max_seqs + 1] offsets of
+  // the QKV rows and of the output rows, in the arena's memory) and which pitches it holds in
+  // this pass (-1: not computed yet; host-side, the same in every replay of a graph).
+  std::unique_ptr<CudnnAttention> cudnn_;
+  std::string cudnn_off_;
+  std::map<RouteKey, AttentionRoute> routes_;
+  int32_t* seq_len_ = nullptr;
+  int32_t* qkv_offset_ = nullptr;
+  int32_t* out_offset_ = nullptr;
+  int index_qkv_pitch_ = -1, index_out_pitch_ = -1;
+  AttentionStats attn_stats_;
+  std::map<std::string, bool> logged_;  // refusals already logged
 };
 
 }  // namespace orchid::cuda

@@ -2,7 +2,7 @@
 // OpCall: the op, its buffers' declarations, its options, the weights' load-time facts). No
 // device and no CUDA toolkit are needed: CudaBackend::Supports() asks it before every op, so a
 // model is refused while it is loaded and planned, and tests ask it of a recorded forward pass
-// on machines without a GPU (tests/families/cuda_admission_test.cpp), which is how the README's
+// on machines without a GPU (tests/families/cuda_admission_test.cpp), which is how docs/models.md's
 // model table knows what runs on CUDA.
 //
 // Thread safety: pure functions.

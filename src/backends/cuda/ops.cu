@@ -514,4 +514,28 @@ cudaError_t GatherPooledRows(const float* in, int W, const int32_t* cu_seqlens, 
   return LaunchGatherPooledRows(in, W, cu_seqlens, mode, S, out, stream);
 }
 
+namespace {
+__global__ void RaggedAttentionIndexKernel(const int32_t* __restrict__ cu, int S, int qkv_pitch,
+                                           int out_pitch, int32_t* __restrict__ seq_len,
+                                           int32_t* __restrict__ qkv_offset,
+                                           int32_t* __restrict__ out_offset) {
+  const int s = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (s > S) return;
+  const int32_t c = cu[s];
+  qkv_offset[s] = c * qkv_pitch;
+  out_offset[s] = c * out_pitch;
+  if (s < S) seq_len[s] = cu[s + 1] - c;
+}
+}  // namespace
+
+cudaError_t RaggedAttentionIndex(const int32_t* cu_seqlens, int S, int qkv_pitch, int out_pitch,
+                                 int32_t* seq_len, int32_t* qkv_offset, int32_t* out_offset,
+                                 cudaStream_t stream) {
+  if (S <= 0) return cudaSuccess;
+  const int threads = 256, blocks = (S + 1 + threads - 1) / threads;
+  RaggedAttentionIndexKernel<<<blocks, threads, 0, stream>>>(cu_seqlens, S, qkv_pitch, out_pitch,
+                                                             seq_len, qkv_offset, out_offset);
+  return cudaGetLastError();
+}
+
 }  // namespace orchid::cuda

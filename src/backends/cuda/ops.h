@@ -119,6 +119,14 @@ cudaError_t GatherPooledRows(const bf16* in, int W, const int32_t* cu_seqlens, c
 cudaError_t GatherPooledRows(const float* in, int W, const int32_t* cu_seqlens, const uint8_t* mode,
                              int S, float* out, cudaStream_t stream);
 
+// The ragged index cuDNN's attention reads (cudnn_attention.h), from cu_seqlens [S + 1]:
+//   seq_len[s] = cu[s + 1] - cu[s] (s < S); qkv_offset[s] = cu[s] * qkv_pitch and
+//   out_offset[s] = cu[s] * out_pitch (s <= S): int32 element offsets of each sequence's first
+//   row (the caller keeps T * pitch below 2^31). One thread per entry.
+cudaError_t RaggedAttentionIndex(const int32_t* cu_seqlens, int S, int qkv_pitch, int out_pitch,
+                                 int32_t* seq_len, int32_t* qkv_offset, int32_t* out_offset,
+                                 cudaStream_t stream);
+
 // Ragged attention (FlashAttention-2 style; attention.cu has the kernel's invariants).
 //   qkv: [*, (num_q + 2 num_kv) * head_dim] bf16 rows [Q | K | V] (heads contiguous);
 //   out: [*, num_q * head_dim] bf16; query head h reads key/value head h / (num_q / num_kv).

@@ -92,6 +92,12 @@ int SequenceBucket(int seqs) {
   return b;
 }
 
+int LengthBucket(int max_len, int token_bucket) {
+  int b = 64;
+  while (b < max_len) b *= 2;
+  return std::min(b, token_bucket);
+}
+
 int AttentionTiles(int token_bucket, int seq_bucket) {
   return (token_bucket + kAttentionTileRows - 1) / kAttentionTileRows + seq_bucket;
 }
@@ -162,8 +168,9 @@ class CudaEngine final : public Engine {
   const ModelInfo& info() const override { return info_; }
   LazyResult Submit(RaggedBatch batch) override;
   CudaEngineStats stats() const {
-    return {eager_.load(), captures_.load(), replays_.load(), graph_count_.load(),
-            capture_failures_.load()};
+    return {eager_.load(),       captures_.load(),         replays_.load(),
+            graph_count_.load(), capture_failures_.load(), attn_cudnn_.load(),
+            attn_own_.load(),    attn_fallbacks_.load(),   cudnn_plans_.load()};
   }
 
  private:
@@ -172,7 +179,8 @@ class CudaEngine final : public Engine {
     bool capture_failed = false;  // run this bucket eagerly from now on
     cudaGraphExec_t exec = nullptr;
   };
-  using GraphKey = std::tuple<int, int, bool>;  // (token bucket, sequence bucket, prune)
+  // (token bucket, sequence bucket, prune, length bucket: 0 unless the backend needs one)
+  using GraphKey = std::tuple<int, int, bool, int>;
   struct Pending {
     cudaEvent_t done = nullptr;
     float* host = nullptr;
@@ -188,9 +196,9 @@ class CudaEngine final : public Engine {
   Status Enqueue(const RaggedBatch& b, float* host_out);
   Status RunChunk(const RaggedBatch& b, int s0, int s1, float* host_out);
   // Eager / capture / replay per the graph policy.
-  Status RunForward(int tb, int sb, bool prune);
-  Status Forward(int tb, int sb, bool prune);  // enqueues the kernels (capturable)
-  Status Capture(int tb, int sb, bool prune, cudaGraphExec_t* exec);
+  Status RunForward(int tb, int sb, bool prune, int lb);
+  Status Forward(int tb, int sb, bool prune, int lb);  // enqueues the kernels (capturable)
+  Status Capture(int tb, int sb, bool prune, int lb, cudaGraphExec_t* exec);
   Status CaptureAll();
 
   float* AcquireHost(size_t floats, size_t* capacity);
@@ -202,6 +210,7 @@ class CudaEngine final : public Engine {
   ModelInfo info_;
   int out_dim_ = 0;                    // info_.output_dim()
   int max_tokens_ = 0, max_seqs_ = 0;  // largest buckets
+  bool length_buckets_ = false;        // the backend's attention needs a length bucket
 
   // The backend (weights, arena) and the family on it; the family is destroyed first.
   std::unique_ptr<CudaBackend> backend_;
@@ -219,6 +228,15 @@ class CudaEngine final : public Engine {
   cudaStream_t stream_ = nullptr;
   std::map<GraphKey, Graph> graphs_;
   std::atomic<uint64_t> eager_{0}, captures_{0}, replays_{0}, graph_count_{0}, capture_failures_{0};
+  // The backend's attention counters, copied after each pass (stats() reads them unlocked).
+  std::atomic<uint64_t> attn_cudnn_{0}, attn_own_{0}, attn_fallbacks_{0}, cudnn_plans_{0};
+  void CopyAttentionStats() {
+    const CudaBackend::AttentionStats a = backend_->attention_stats();
+    attn_cudnn_.store(a.cudnn_calls);
+    attn_own_.store(a.own_calls);
+    attn_fallbacks_.store(a.cudnn_fallbacks);
+    cudnn_plans_.store(a.cudnn_plans);
+  }
 
   std::mutex submit_mu_;  // Submit: staging, arena, stream order, graphs_, the backend
 
@@ -285,6 +303,15 @@ Status CudaEngine::Init(const std::string& dir) {
     return refusal(st);
   }
   ORCHID_RETURN_IF_ERROR(backend_->Allocate(max_tokens_, max_seqs_));
+  // Which library runs attention (decided while planning), for /info and the log.
+  length_buckets_ = backend_->length_bucketed();
+  if (const std::string a = backend_->AttentionReport(); !a.empty()) {
+    info_.engine_facts.push_back({"attention", a});
+  }
+  if (CudaBackend::GeluEpilogueMode() == CudaBackend::GeluEpilogue::kCublasLtTanh) {
+    info_.engine_facts.push_back(
+        {"gelu", "cuBLASLt bias + GELU epilogue (tanh approximation; ORCHID_CUDA_GELU=cublaslt)"});
+  }
 
   // The largest input block over the buckets is the one of the largest buckets.
   const size_t input_bytes = InputBytes(max_tokens_, max_seqs_);
@@ -511,7 +538,12 @@ Status CudaEngine::RunChunk(const RaggedBatch& b, int s0, int s1, float* host_ou
   const int sb = SequenceBucket(S);
   if (tb > max_tokens_ || sb > max_seqs_) return Status::Internal("CUDA engine: chunk too large");
   bool prune = true;
-  for (int s = s0; s < s1; ++s) prune = prune && PoolsOneRow(b.pooling[size_t(s)]);
+  int longest = 1;
+  for (int s = s0; s < s1; ++s) {
+    prune = prune && PoolsOneRow(b.pooling[size_t(s)]);
+    longest = std::max(longest, b.seq_len(s));
+  }
+  const int lb = length_buckets_ ? LengthBucket(longest, tb) : 0;
 
   // Fill the pinned staging block once its previous copy has completed.
   const int slot = next_staging_;
@@ -539,7 +571,9 @@ Status CudaEngine::RunChunk(const RaggedBatch& b, int s0, int s1, float* host_ou
   ORCHID_CUDA_TRY(cudaMemcpyAsync(d.ids, h.ids, h.bytes, cudaMemcpyHostToDevice, stream_));
   ORCHID_CUDA_TRY(cudaEventRecord(staging_done_[slot], stream_));
 
-  ORCHID_RETURN_IF_ERROR(RunForward(tb, sb, prune));
+  const Status fwd = RunForward(tb, sb, prune, lb);
+  CopyAttentionStats();
+  ORCHID_RETURN_IF_ERROR(fwd);
 
   const size_t dim = size_t(out_dim_);
   ORCHID_CUDA_TRY(
@@ -548,12 +582,12 @@ Status CudaEngine::RunChunk(const RaggedBatch& b, int s0, int s1, float* host_ou
   return Status::Ok();
 }
 
-Status CudaEngine::RunForward(int tb, int sb, bool prune) {
+Status CudaEngine::RunForward(int tb, int sb, bool prune, int lb) {
   if (opt_.graphs == CudaGraphs::kOff) {
     ++eager_;
-    return Forward(tb, sb, prune);
+    return Forward(tb, sb, prune, lb);
   }
-  Graph& g = graphs_[{tb, sb, prune}];
+  Graph& g = graphs_[{tb, sb, prune, lb}];
   if (g.exec != nullptr) {
     ++replays_;
     return CudaStatus(cudaGraphLaunch(g.exec, stream_), "cudaGraphLaunch");
@@ -561,20 +595,20 @@ Status CudaEngine::RunForward(int tb, int sb, bool prune) {
   if (g.seen == 0 || g.capture_failed) {  // first sight: eager (loads kernels, GEMM plans)
     g.seen = 1;
     ++eager_;
-    return Forward(tb, sb, prune);
+    return Forward(tb, sb, prune, lb);
   }
-  const Status cap = Capture(tb, sb, prune, &g.exec);
+  const Status cap = Capture(tb, sb, prune, lb, &g.exec);
   if (!cap.ok()) {
     // A bucket that cannot be captured still runs (eagerly); the counter makes it visible.
     g.capture_failed = true;
     g.exec = nullptr;
     ++capture_failures_;
     std::fprintf(stderr,
-                 "orchid CUDA engine: graph capture failed for %d tokens x %d sequences%s, "
-                 "running it eagerly: %s\n",
-                 tb, sb, prune ? " (pruned)" : "", cap.ToString().c_str());
+                 "orchid CUDA engine: graph capture failed for %d tokens x %d sequences%s "
+                 "(length bucket %d), running it eagerly: %s\n",
+                 tb, sb, prune ? " (pruned)" : "", lb, cap.ToString().c_str());
     ++eager_;
-    return Forward(tb, sb, prune);
+    return Forward(tb, sb, prune, lb);
   }
   ++captures_;
   graph_count_.store(graph_count_.load() + 1);
@@ -582,9 +616,9 @@ Status CudaEngine::RunForward(int tb, int sb, bool prune) {
   return CudaStatus(cudaGraphLaunch(g.exec, stream_), "cudaGraphLaunch");
 }
 
-Status CudaEngine::Capture(int tb, int sb, bool prune, cudaGraphExec_t* exec) {
+Status CudaEngine::Capture(int tb, int sb, bool prune, int lb, cudaGraphExec_t* exec) {
   ORCHID_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-  const Status fwd = Forward(tb, sb, prune);
+  const Status fwd = Forward(tb, sb, prune, lb);
   cudaGraph_t graph = nullptr;
   const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
   if (!fwd.ok() || end != cudaSuccess) {
@@ -606,25 +640,30 @@ Status CudaEngine::CaptureAll() {
   const bool prune = PoolsOneRow(info_.default_pooling);
   // The input block of every bucket must hold a valid empty batch for the warm-up pass:
   // all-zero ids/types/positions, cu all zero (every sequence empty), no tiles, modes 0.
+  // With cuDNN attention every length bucket a batch of (tb, sb) can have: 64, 128, ... tb.
   for (int tb = 64; tb <= top; tb = TokenBucket(tb + 1, opt_.large_token_threshold)) {
     for (int sb = 1; sb <= max_seqs_ && sb <= tb; sb *= 2) {
       const InputBlock d = InputsAt(input_dev_, tb, sb);
       ORCHID_CUDA_TRY(cudaMemsetAsync(d.ids, 0, d.bytes, stream_));
       const size_t tile_bytes = sizeof(int32_t) * size_t(d.num_tiles);
       ORCHID_CUDA_TRY(cudaMemsetAsync(d.tile_seq, 0xff, tile_bytes, stream_));
-      ++eager_;
-      ORCHID_RETURN_IF_ERROR(Forward(tb, sb, prune));
-      Graph& g = graphs_[{tb, sb, prune}];
-      g.seen = 1;
-      ORCHID_RETURN_IF_ERROR(Capture(tb, sb, prune, &g.exec));
-      ++captures_;
-      graph_count_.store(graph_count_.load() + 1);
+      for (int lb = length_buckets_ ? LengthBucket(1, tb) : 0;; lb = LengthBucket(lb + 1, tb)) {
+        ++eager_;
+        ORCHID_RETURN_IF_ERROR(Forward(tb, sb, prune, lb));
+        Graph& g = graphs_[{tb, sb, prune, lb}];
+        g.seen = 1;
+        ORCHID_RETURN_IF_ERROR(Capture(tb, sb, prune, lb, &g.exec));
+        ++captures_;
+        graph_count_.store(graph_count_.load() + 1);
+        if (!length_buckets_ || lb >= tb) break;
+      }
     }
   }
+  CopyAttentionStats();
   return CudaStatus(cudaStreamSynchronize(stream_), "CaptureAll");
 }
 
-Status CudaEngine::Forward(int tb, int sb, bool prune) {
+Status CudaEngine::Forward(int tb, int sb, bool prune, int lb) {
   const InputBlock d = InputsAt(input_dev_, tb, sb);
   CudaBackend::Inputs in;
   in.ids = d.ids;
@@ -636,6 +675,7 @@ Status CudaEngine::Forward(int tb, int sb, bool prune) {
   in.num_tiles = d.num_tiles;
   in.mode = d.mode;
   in.norm = d.norm;
+  in.max_seq_len = lb;
   backend_->Begin(in, tb, sb, prune);
   ORCHID_RETURN_IF_ERROR(family_->Forward(*backend_));
   return backend_->Finish();

@@ -1,6 +1,6 @@
 // The CUDA engine: BF16 forward passes on one GPU of any model the registry describes,
 // CheckBackend(kCuda) accepts and whose every op the CUDA kernels run (backends/cuda/
-// op_support.h; README's model table lists the families), behind the same Engine interface as
+// op_support.h; docs/models.md's table lists the families), behind the same Engine interface as
 // the CPU engine. The family (src/families) is the same code the CPU runs; it runs here on the
 // CUDA backend (src/backends/cuda/cuda_backend.h).
 //
@@ -14,7 +14,13 @@
 //   padding tokens belong to no sequence, so attention and pooling never read them.
 // - A chunk whose sequences all pool their CLS or last token is "pruned": the family runs its
 //   last layer after attention on the pooled rows only.
-// - CUDA graphs per (token bucket, sequence bucket, pruned): kOff runs every pass eagerly;
+// - When the backend runs attention on cuDNN (its plans are built for a longest-sequence
+//   bound), each pass also has a length bucket: the chunk's longest sequence rounded up to a
+//   power of two (at least 64, at most the token bucket), and graphs are kept per length
+//   bucket too. /info and the log say which library runs attention and why
+//   (ModelInfo::engine_facts "attention": CudaBackend::AttentionReport).
+// - CUDA graphs per (token bucket, sequence bucket, pruned[, length bucket]): kOff runs every pass
+// eagerly;
 //   kLazy runs a bucket eagerly the first time (warm-up), captures it the second time and
 //   replays it after; kEagerCaptureAll captures every bucket up to eager_capture_max_tokens
 //   when the engine is made, with the pruning of the model's default pooling (the other
@@ -65,7 +71,7 @@ bool CudaDeviceAvailable(std::string* why);
 // Loads DIR (config.json, model.safetensors, sentence-transformers files) onto the GPU.
 // Supported: what the registry (description/registry.h) describes and CheckBackend(kCuda)
 // accepts (the pooling modes), whose every op the CUDA kernels run (op_support.h, asked while
-// the family is loaded and planned: README's model table says which families that is);
+// the family is loaded and planned: docs/models.md's table says which families that is);
 // anything else is refused here, before any batch, with kUnimplemented naming the model, the
 // op and what the kernels lack.
 // kUnavailable when no CUDA device can be used.
@@ -79,6 +85,13 @@ struct CudaEngineStats {
   uint64_t graph_replays = 0;
   uint64_t graphs = 0;            // instantiated graphs held
   uint64_t capture_failures = 0;  // buckets whose capture failed (they run eagerly instead)
+  // Attention launches (eager passes and graph captures; a replay launches none) on cuDNN and
+  // on the own kernel, the calls routed to cuDNN that fell back to the own kernel (a shape
+  // cuDNN refused), and cuDNN plans built.
+  uint64_t attention_cudnn_calls = 0;
+  uint64_t attention_own_calls = 0;
+  uint64_t attention_cudnn_fallbacks = 0;
+  uint64_t cudnn_plans = 0;
 };
 // The stats of an engine made by MakeCudaEngine; all zero for any other engine.
 CudaEngineStats GetCudaEngineStats(const Engine& engine);
@@ -89,6 +102,9 @@ CudaEngineStats GetCudaEngineStats(const Engine& engine);
 int TokenBucket(int tokens, int large_token_threshold);
 // The sequence bucket for `seqs` (> 0): the next power of two.
 int SequenceBucket(int seqs);
+// The length bucket of a chunk whose longest sequence has max_len (> 0) tokens, in a token
+// bucket: the next power of two >= max(max_len, 64), at most token_bucket (>= max_len).
+int LengthBucket(int max_len, int token_bucket);
 // Attention query tiles for a bucket: ceil(token_bucket / 64) + seq_bucket.
 int AttentionTiles(int token_bucket, int seq_bucket);
 // Fills tile_seq / tile_q0 [num_tiles] for sequences cu[0..num_seqs]: one entry per 64-row

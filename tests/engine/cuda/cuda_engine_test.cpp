@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -122,6 +123,70 @@ TEST(CudaEngineTest, GraphModesAgreeAndLazyGraphsCaptureOnSecondSight) {
   ExpectSameEmbeddings(*a, *b, 0.99999, "replay with new inputs");
   EXPECT_LT(Cosine(a->row(3), ref->row(3), a->dim), 0.999) << "replay returned stale outputs";
   EXPECT_EQ(GetCudaEngineStats(**lazy).graph_replays, 3u);
+}
+
+// The attention library behind the CUDA backend's attention op: cuDNN where it loads (the
+// GPU machine's check sets ORCHID_REQUIRE_CUDNN=1, so a missing cuDNN fails there instead of
+// skipping), and the own kernel as the fallback (ORCHID_CUDNN_ATTENTION=0), which must give
+// the same embeddings; /info's "attention" fact says which runs, the counters that it ran.
+TEST(CudaEngineTest, CudnnAndOwnKernelAttentionAgree) {
+  SKIP_WITHOUT_GPU_OR_MODEL();
+  auto own_env = [](const char* v) {
+    if (v == nullptr) {
+      unsetenv("ORCHID_CUDNN_ATTENTION");
+    } else {
+      setenv("ORCHID_CUDNN_ATTENTION", v, 1);
+    }
+  };
+  CudaEngineOptions lazy;
+  own_env("0");
+  auto own = MakeCudaEngine(TestModelDir(), lazy);
+  own_env(nullptr);
+  ASSERT_TRUE(own.ok()) << own.status().ToString();
+  auto cudnn = MakeCudaEngine(TestModelDir(), lazy);
+  ASSERT_TRUE(cudnn.ok()) << cudnn.status().ToString();
+  auto fact = [](const Engine& e) {
+    for (const ModelInfo::EngineFact& f : e.info().engine_facts) {
+      if (f.name == "attention") return f.value;
+    }
+    return std::string();
+  };
+  EXPECT_NE(fact(**own).find("own kernel"), std::string::npos) << fact(**own);
+  EXPECT_NE(fact(**own).find("ORCHID_CUDNN_ATTENTION=0"), std::string::npos) << fact(**own);
+  const std::string why = fact(**cudnn);
+  const bool on_cudnn = why.rfind("cudnn", 0) == 0;
+  const char* req = std::getenv("ORCHID_REQUIRE_CUDNN");
+  if (req != nullptr && std::string(req) == "1") {
+    ASSERT_TRUE(on_cudnn) << "ORCHID_REQUIRE_CUDNN=1 but attention is: " << why;
+  }
+  const ModelInfo& info = (*own)->info();
+  std::mt19937 rng(31);
+  // Ragged lengths across tiles and length buckets, twice (eager, then capture and replay).
+  const RaggedBatch batch =
+      RandomBatch(rng, {1, 2, 63, 64, 65, 127, 200, 511}, std::min(info.vocab_size, 30000),
+                  info.default_pooling, true);
+  auto ref = (*own)->Submit(batch).wait();
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  for (int i = 0; i < 3; ++i) {
+    auto got = (*cudnn)->Submit(batch).wait();
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    // Two flash-attention implementations: another summation order, bf16 P rounded
+    // differently; the same function to well within the 0.999 asked against PyTorch.
+    ExpectSameEmbeddings(*got, *ref, 0.9999, "cuDNN vs own attention, pass " + std::to_string(i));
+  }
+  const CudaEngineStats so = GetCudaEngineStats(**own), sc = GetCudaEngineStats(**cudnn);
+  EXPECT_EQ(so.attention_cudnn_calls, 0u);
+  EXPECT_GT(so.attention_own_calls, 0u);
+  if (on_cudnn) {
+    EXPECT_GT(sc.attention_cudnn_calls, 0u);
+    EXPECT_EQ(sc.attention_own_calls, 0u)
+        << "some layer fell back: " << sc.attention_cudnn_fallbacks;
+    EXPECT_GT(sc.cudnn_plans, 0u);
+    EXPECT_EQ(sc.capture_failures, 0u);
+    EXPECT_EQ(sc.graph_replays, 2u);  // eager, capture + launch, replay
+  } else {
+    std::printf("[ NOTE     ] attention is not on cuDNN here: %s\n", why.c_str());
+  }
 }
 
 TEST(CudaEngineTest, EagerCaptureAllAndSplitBatchesAgree) {

@@ -19,16 +19,19 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "backends/cuda/bf16_host.h"
-#include "runtime/cuda/cuda_engine.h"
+#include "backends/cuda/cudnn_attention.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/ops.h"
+#include "runtime/cuda/cuda_engine.h"
 
 namespace orchid::cuda {
 namespace {
@@ -161,6 +164,39 @@ TEST(CudaBucketsTest, SequenceBucketsArePowersOfTwo) {
   EXPECT_EQ(SequenceBucket(3), 4);
   EXPECT_EQ(SequenceBucket(100), 128);
   EXPECT_EQ(SequenceBucket(256), 256);
+}
+
+TEST(CudaBucketsTest, LengthBucketsArePowersOfTwoFrom64CappedByTheTokenBucket) {
+  EXPECT_EQ(LengthBucket(1, 64), 64);
+  EXPECT_EQ(LengthBucket(64, 1024), 64);
+  EXPECT_EQ(LengthBucket(65, 1024), 128);
+  EXPECT_EQ(LengthBucket(512, 51200), 512);
+  EXPECT_EQ(LengthBucket(513, 51200), 1024);
+  EXPECT_EQ(LengthBucket(4096, 65536), 4096);
+  EXPECT_EQ(LengthBucket(300, 320), 320);  // never above the token bucket
+  for (int tb : {64, 320, 2048, 2304}) {
+    for (int len = 1; len <= tb; len += 7) {
+      const int lb = LengthBucket(len, tb);
+      EXPECT_GE(lb, len);
+      EXPECT_LE(lb, tb);
+    }
+  }
+}
+
+// Where CMake found libcudnn at configure time (this machine's CUDA toolkit has cuDNN 9), the
+// library must load through dlopen, with no GPU needed: the loading path cuDNN attention takes.
+TEST(CudnnLibraryTest, LoadsTheLibraryFoundAtConfigureTime) {
+  const CudnnLibraryInfo& c = Cudnn();
+  if (!c.compiled) GTEST_SKIP() << c.Describe();
+  if (std::getenv("ORCHID_CUDNN_LIBRARY") != nullptr) {
+    GTEST_SKIP() << "ORCHID_CUDNN_LIBRARY is set: " << c.Describe();
+  }
+  if (c.hint.empty() || !std::filesystem::exists(c.hint)) {
+    GTEST_SKIP() << "no libcudnn found at configure time (" << c.hint << "): " << c.Describe();
+  }
+  EXPECT_TRUE(c.loaded) << c.Describe();
+  EXPECT_EQ(c.version / 10000, 9) << c.Describe();
+  EXPECT_NE(c.Describe().find("cuDNN 9."), std::string::npos) << c.Describe();
 }
 
 TEST(CudaBucketsTest, AttentionTilesCoverEveryRowOnceWithinTheBucketBound) {
@@ -756,8 +792,28 @@ TEST(CudaOpsTest, GatherPooledRowsByMode) {
   }
 }
 
+// cuDNN's attention in tests: skipped where cuDNN cannot be loaded, unless the run demands it
+// (ORCHID_REQUIRE_CUDNN=1: bench/gpu/device-check.sh on the GPU machine), where that fails.
+#define SKIP_WITHOUT_CUDNN()                                           \
+  do {                                                                 \
+    if (!Cudnn().loaded) {                                             \
+      const char* req_ = std::getenv("ORCHID_REQUIRE_CUDNN");          \
+      if (req_ != nullptr && std::string(req_) == "1") {               \
+        FAIL() << "ORCHID_REQUIRE_CUDNN=1 but " << Cudnn().Describe(); \
+      }                                                                \
+      GTEST_SKIP() << "cuDNN not available: " << Cudnn().Describe();   \
+    }                                                                  \
+  } while (0)
+
+// Which implementation CheckAttention runs: one of the own kernel's variants, or cuDNN.
+struct AttentionImpl {
+  AttentionKernel kernel = AttentionKernel::kPipelined;
+  CudnnAttention* cudnn = nullptr;  // non-null: cuDNN's fused attention
+  std::string name() const { return cudnn != nullptr ? "cudnn" : AttentionKernelName(kernel); }
+};
+
 // Attention: reference softmax(q k^T * scale) v per sequence and head, in double.
-void CheckAttention(std::mt19937& rng, AttentionKernel kernel, const std::vector<int>& lens,
+void CheckAttention(std::mt19937& rng, const AttentionImpl& impl, const std::vector<int>& lens,
                     int num_q, int num_kv, int d, bool causal) {
   std::vector<int32_t> cu{0};
   for (int l : lens) cu.push_back(cu.back() + l);
@@ -777,9 +833,39 @@ void CheckAttention(std::mt19937& rng, AttentionKernel kernel, const std::vector
   Dev<bf16> out(size_t(tb) * OW);
   out.Poison();
   const float scale = 1.f / std::sqrt(float(d));
-  CUDA_OK(RaggedFlashAttention(dqkv->get(), dcu.get(), dts.get(), dtq.get(), nt, num_q, num_kv, d,
-                               scale, causal, out.get(), nullptr, kernel));
-  CUDA_OK(cudaDeviceSynchronize());
+  if (impl.cudnn != nullptr) {
+    // The ragged index from cu_seqlens, then cuDNN for the (sequence, length) bucket.
+    Dev<int32_t> seq_len(static_cast<size_t>(sb)), qoff(size_t(sb) + 1), ooff(size_t(sb) + 1);
+    CUDA_OK(
+        RaggedAttentionIndex(dcu.get(), sb, W, OW, seq_len.get(), qoff.get(), ooff.get(), nullptr));
+    CudnnAttentionShape shape;
+    shape.batch = sb;
+    shape.max_seq_len = LengthBucket(std::max(1, *std::max_element(lens.begin(), lens.end())), tb);
+    shape.num_q = num_q;
+    shape.num_kv = num_kv;
+    shape.head_dim = d;
+    shape.causal = causal;
+    shape.scale = scale;
+    shape.qkv_pitch = W;
+    shape.out_pitch = OW;
+    const Status st =
+        impl.cudnn->Run(shape, dqkv->get(), seq_len.get(), qoff.get(), ooff.get(), out.get());
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    CUDA_OK(cudaDeviceSynchronize());
+    // The index itself: lengths and offsets of every (padding too) sequence.
+    const std::vector<int32_t> sl = seq_len.Download(), qo = qoff.Download(), oo = ooff.Download();
+    for (int s = 0; s <= sb; ++s) {
+      ASSERT_EQ(qo[size_t(s)], cu[size_t(s)] * W) << "qkv offset " << s;
+      ASSERT_EQ(oo[size_t(s)], cu[size_t(s)] * OW) << "out offset " << s;
+      if (s < sb) {
+        ASSERT_EQ(sl[size_t(s)], cu[size_t(s) + 1] - cu[size_t(s)]) << "seq_len " << s;
+      }
+    }
+  } else {
+    CUDA_OK(RaggedFlashAttention(dqkv->get(), dcu.get(), dts.get(), dtq.get(), nt, num_q, num_kv, d,
+                                 scale, causal, out.get(), nullptr, impl.kernel));
+    CUDA_OK(cudaDeviceSynchronize());
+  }
   const std::vector<float> got = DownloadBf16(out, size_t(tb) * OW);
   std::vector<double> ref(size_t(T) * OW);
   const int group = num_q / num_kv;
@@ -814,7 +900,7 @@ void CheckAttention(std::mt19937& rng, AttentionKernel kernel, const std::vector
   }
   std::string what = "attention d=" + std::to_string(d) + " q=" + std::to_string(num_q) +
                      " kv=" + std::to_string(num_kv) + (causal ? " causal" : " bidir") + " " +
-                     AttentionKernelName(kernel) + " lens";
+                     impl.name() + " lens";
   for (int l : lens) {
     what += ' ';
     what += std::to_string(l);
@@ -829,7 +915,7 @@ void CheckAttention(std::mt19937& rng, AttentionKernel kernel, const std::vector
   }
 }
 
-void CheckAttentionShapes(AttentionKernel v) {
+void CheckAttentionShapes(const AttentionImpl& v) {
   std::mt19937 rng(8);
   const std::vector<std::vector<int>> batches{{1},   {1, 2, 3},  {65, 1, 130, 7},    {64, 64},
                                               {300}, {17, 0, 5}, {129, 63, 1, 1, 1}, {128, 192}};
@@ -851,17 +937,97 @@ void CheckAttentionShapes(AttentionKernel v) {
 // fails.
 TEST(CudaOpsTest, RaggedFlashAttentionPipelined) {
   SKIP_WITHOUT_GPU();
-  CheckAttentionShapes(AttentionKernel::kPipelined);
+  CheckAttentionShapes({AttentionKernel::kPipelined, nullptr});
 }
 
 TEST(CudaOpsTest, RaggedFlashAttentionLdmatrix) {
   SKIP_WITHOUT_GPU();
-  CheckAttentionShapes(AttentionKernel::kLdmatrixTrans);
+  CheckAttentionShapes({AttentionKernel::kLdmatrixTrans, nullptr});
 }
 
 TEST(CudaOpsTest, RaggedFlashAttentionTransposed) {
   SKIP_WITHOUT_GPU();
-  CheckAttentionShapes(AttentionKernel::kTransposedStore);
+  CheckAttentionShapes({AttentionKernel::kTransposedStore, nullptr});
+}
+
+// cuDNN's fused attention (cudnn_attention.h) against the same double-precision reference, on
+// the same ragged batches (lengths 1, odd, tile-crossing, zero-length padding sequences in the
+// sequence bucket), every head dimension the admitted families use (MiniLM's 32 included),
+// bidirectional and causal, grouped-query and multi-query heads; rows outside every sequence
+// must stay unwritten. Its own process in the device check (block unit-attn-cudnn).
+TEST(CudaOpsTest, RaggedCudnnAttention) {
+  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_CUDNN();
+  auto cudnn = CudnnAttention::Create(nullptr);
+  ASSERT_TRUE(cudnn.ok()) << cudnn.status().ToString();
+  CheckAttentionShapes({AttentionKernel::kPipelined, cudnn->get()});
+  // One plan per (sequence bucket, length bucket, heads, pitches): the batches above share some.
+  EXPECT_GT((*cudnn)->plans(), 0u);
+  EXPECT_EQ((*cudnn)->refusals(), 0u) << "cuDNN refused a shape the admitted families use";
+}
+
+// The plan of one bucket, captured into a CUDA graph and replayed on new contents at the same
+// addresses (what the engine's lazy graphs do): the replay must compute the new batch.
+TEST(CudaOpsTest, CudnnAttentionReplaysInACapturedGraph) {
+  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_CUDNN();
+  cudaStream_t stream = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  auto cudnn = CudnnAttention::Create(stream);
+  ASSERT_TRUE(cudnn.ok()) << cudnn.status().ToString();
+  const int hq = 4, hkv = 2, d = 64, W = (hq + 2 * hkv) * d, OW = hq * d, tb = 256, sb = 4;
+  CudnnAttentionShape shape;
+  shape.batch = sb;
+  shape.max_seq_len = 128;
+  shape.num_q = hq;
+  shape.num_kv = hkv;
+  shape.head_dim = d;
+  shape.causal = true;
+  shape.scale = 0.125f;
+  shape.qkv_pitch = W;
+  shape.out_pitch = OW;
+  Dev<bf16> qkv(size_t(tb) * W), out_graph(size_t(tb) * OW), out_eager(size_t(tb) * OW);
+  Dev<int32_t> cu(sb + 1), seq_len(sb), qoff(sb + 1), ooff(sb + 1);
+  std::mt19937 rng(21);
+  // Capture with one batch's index, replay with another's: lengths (100, 1, 37) and then
+  // (128, 60, 2, 9) in the same buckets.
+  auto fill = [&](const std::vector<int32_t>& c) {
+    cu.Upload(c);
+    const auto data = RandomBf16(rng, size_t(tb) * W);
+    ASSERT_EQ(cudaMemcpy(qkv.get(), data.bits.data(), data.bits.size() * 2, cudaMemcpyHostToDevice),
+              cudaSuccess);
+  };
+  fill({0, 100, 101, 138, 138});
+  ASSERT_TRUE((*cudnn)->Prepare(shape).ok());
+  auto run = [&](bf16* dst) {
+    EXPECT_EQ(
+        RaggedAttentionIndex(cu.get(), sb, W, OW, seq_len.get(), qoff.get(), ooff.get(), stream),
+        cudaSuccess);
+    const Status st = (*cudnn)->Run(shape, qkv.get(), seq_len.get(), qoff.get(), ooff.get(), dst);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  };
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  run(out_graph.get());
+  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  fill({0, 128, 188, 190, 199});
+  out_graph.Poison();
+  out_eager.Poison();
+  CUDA_OK(cudaGraphLaunch(exec, stream));
+  run(out_eager.get());
+  CUDA_OK(cudaStreamSynchronize(stream));
+  const std::vector<float> g = DownloadBf16(out_graph, size_t(199) * OW),
+                           e = DownloadBf16(out_eager, size_t(199) * OW);
+  for (size_t i = 0; i < g.size(); ++i) {
+    ASSERT_FALSE(std::isnan(g[i])) << "the replay left element " << i << " unwritten";
+    ASSERT_EQ(g[i], e[i]) << "replay and eager run differ at element " << i;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudnn->reset();
+  cudaStreamDestroy(stream);
 }
 
 TEST(CudaOpsTest, LtGemmMatchesReference) {
