@@ -41,6 +41,21 @@ std::string HexFloat(float v) {
 // compare by value instead of by spelling.
 double ParseHex(std::string_view s) { return std::strtod(std::string(s).c_str(), nullptr); }
 
+// Calls fn(config name, config, decoded fixture, its golden entry for that config) for every
+// fixture under every config.
+template <typename Fn>
+void ForEachImageAndConfig(Fn fn) {
+  for (const char* cname : {"clip", "clip_pad", "siglip", "siglip_processor"}) {
+    const ImageProcessorConfig config = Config(cname);
+    for (auto [name, entry] : simdjson::dom::object(Goldens()["images"])) {
+      SCOPED_TRACE(std::string(cname) + " " + std::string(name));
+      auto img = DecodeImage(ReadBytes(FixtureDir() + "/files/" + std::string(name)));
+      ASSERT_TRUE(img.ok()) << img.status().ToString();
+      fn(config, *img, entry["configs"][cname]);
+    }
+  }
+}
+
 TEST(ImageGolden, FixturesArePresent) {
   size_t n = 0;
   for (auto [name, entry] : simdjson::dom::object(Goldens()["images"])) {
@@ -86,50 +101,40 @@ TEST(ImageGolden, OrientationIsReadFromExifAndXmp) {
 }
 
 TEST(ImageGolden, ResizedAndCroppedPixelsAreTransformers) {
-  for (const char* cname : {"clip", "clip_pad", "siglip", "siglip_processor"}) {
-    const ImageProcessorConfig config = Config(cname);
-    for (auto [name, entry] : simdjson::dom::object(Goldens()["images"])) {
-      SCOPED_TRACE(std::string(cname) + " " + std::string(name));
-      auto img = DecodeImage(ReadBytes(FixtureDir() + "/files/" + std::string(name)));
-      ASSERT_TRUE(img.ok()) << img.status().ToString();
-      auto r = ResizeAndCrop(*img, config);
-      ASSERT_TRUE(r.ok()) << r.status().ToString();
-      const auto g = entry["configs"][cname]["resized"];
-      EXPECT_EQ(r->height, int64_t(g["height"]));
-      EXPECT_EQ(r->width, int64_t(g["width"]));
-      EXPECT_EQ(Sha256(r->pixels), std::string_view(g["sha256"]));
-    }
-  }
+  ForEachImageAndConfig(
+      [](const ImageProcessorConfig& config, const RgbImage& img, simdjson::dom::element golden) {
+        auto r = ResizeAndCrop(img, config);
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+        const auto g = golden["resized"];
+        EXPECT_EQ(r->height, int64_t(g["height"]));
+        EXPECT_EQ(r->width, int64_t(g["width"]));
+        EXPECT_EQ(Sha256(r->pixels), std::string_view(g["sha256"]));
+      });
 }
 
 TEST(ImageGolden, PixelValuesAreBitIdentical) {
   int compared = 0;
-  for (const char* cname : {"clip", "clip_pad", "siglip", "siglip_processor"}) {
-    const ImageProcessorConfig config = Config(cname);
-    for (auto [name, entry] : simdjson::dom::object(Goldens()["images"])) {
-      SCOPED_TRACE(std::string(cname) + " " + std::string(name));
-      auto img = DecodeImage(ReadBytes(FixtureDir() + "/files/" + std::string(name)));
-      ASSERT_TRUE(img.ok()) << img.status().ToString();
-      auto pv = Preprocess(*img, config);
-      ASSERT_TRUE(pv.ok()) << pv.status().ToString();
-      const auto g = entry["configs"][cname]["pixel_values"];
-      simdjson::dom::array shape = g["shape"];
-      ASSERT_EQ(pv->rank(), 3);
-      for (int i = 0; i < 3; ++i) EXPECT_EQ(pv->dim(i), int64_t(shape.at(size_t(i))));
-      const int64_t h = pv->dim(1), w = pv->dim(2);
-      for (auto s : simdjson::dom::array(g["samples"])) {
-        const int64_t c = s.at(0), y = s.at(1), x = s.at(2);
-        if (y >= h || x >= w) continue;
-        const float got = pv->data()[(c * h + y) * w + x];
-        const double want = ParseHex(std::string_view(s.at(3)));
-        EXPECT_EQ(double(got), want)
-            << "pixel_values[" << c << ", " << y << ", " << x << "] = " << HexFloat(got);
-      }
-      const auto* bytes = reinterpret_cast<const uint8_t*>(pv->data());
-      EXPECT_EQ(Sha256({bytes, pv->numel() * sizeof(float)}), std::string_view(g["sha256"]));
-      ++compared;
-    }
-  }
+  ForEachImageAndConfig(
+      [&](const ImageProcessorConfig& config, const RgbImage& img, simdjson::dom::element golden) {
+        auto pv = Preprocess(img, config);
+        ASSERT_TRUE(pv.ok()) << pv.status().ToString();
+        const auto g = golden["pixel_values"];
+        simdjson::dom::array shape = g["shape"];
+        ASSERT_EQ(pv->rank(), 3);
+        for (int i = 0; i < 3; ++i) EXPECT_EQ(pv->dim(i), int64_t(shape.at(size_t(i))));
+        const int64_t h = pv->dim(1), w = pv->dim(2);
+        for (auto s : simdjson::dom::array(g["samples"])) {
+          const int64_t c = s.at(0), y = s.at(1), x = s.at(2);
+          if (y >= h || x >= w) continue;
+          const float got = pv->data()[(c * h + y) * w + x];
+          const double want = ParseHex(std::string_view(s.at(3)));
+          EXPECT_EQ(double(got), want)
+              << "pixel_values[" << c << ", " << y << ", " << x << "] = " << HexFloat(got);
+        }
+        const auto* bytes = reinterpret_cast<const uint8_t*>(pv->data());
+        EXPECT_EQ(Sha256({bytes, pv->numel() * sizeof(float)}), std::string_view(g["sha256"]));
+        ++compared;
+      });
   EXPECT_GE(compared, 160);
 }
 
