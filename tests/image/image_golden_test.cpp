@@ -24,7 +24,7 @@ using testing::ReadText;
 using testing::Sha256;
 
 ImageProcessorConfig Config(std::string_view name) {
-  const std::string file(std::string_view(Goldens()["configs"][name]));
+  const std::string file{std::string_view(Goldens()["configs"][name])};
   auto c = ParseImageProcessorConfig(ReadText(FixtureDir() + "/configs/" + file), file);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return c.ok() ? *c : ImageProcessorConfig{};
