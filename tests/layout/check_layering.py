@@ -19,7 +19,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 # Lower index = lower layer. A folder may include its own layer and those below it.
 LAYERS = {
-    "core": 0, "tokenizer": 1, "description": 1, "engine": 2, "checkpoint": 2, "ops": 3,
+    "core": 0, "tokenizer": 1, "image": 1, "description": 1, "engine": 2, "checkpoint": 2, "ops": 3,
     "families": 4, "backends/cpu": 4, "backends/cuda": 4, "runtime": 5, "runtime/cuda": 5,
     "worker": 6, "rpc": 7, "gateway": 8, "cli": 9,
 }
