@@ -48,7 +48,8 @@ Status CudaBackend::Init() {
   } else if (cudnn.status().code() == StatusCode::kUnavailable) {
     cudnn_off_ = cudnn.status().message();  // not installed, or off: the own kernel
   } else {
-    return cudnn.status();  // loaded but broken: say so
+    // Loaded but its handle failed: the own kernel serves, and /info and the log say why.
+    cudnn_off_ = "cuDNN failed to start: " + cudnn.status().message();
   }
   return Status::Ok();
 }
