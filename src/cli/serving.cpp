@@ -24,6 +24,7 @@
 #include "description/sentence_transformers.h"
 #include "description/static_embedding.h"
 #include "gateway/late_interaction.h"
+#include "image/processor_config.h"
 #include "tokenizer/static_input.h"
 #include "worker/batch_calibration.h"
 
@@ -186,6 +187,19 @@ void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* f) {
                 "does) unless the request says `truncate: false`; without it, such inputs are "
                 "refused unless the request asks for truncation (/v1/rerank always truncates "
                 "unless told not to)");
+  cmd->add_option("--max-images", f->image_limits.max_images,
+                  "dual encoders (CLIP, SigLIP): the most images one request may hold")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-image-bytes", f->image_limits.max_encoded_bytes,
+                  "dual encoders: the largest encoded image (after base64) taken")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-image-pixels", f->image_limits.max_pixels,
+                  "dual encoders: the most pixels (width x height, read from the header before "
+                  "decoding) an image may have")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option(
          "--max-chunks-per-doc", f->max_chunks_per_doc,
          "rerank documents longer than the model's window as up to N overlapping chunks "
@@ -233,6 +247,18 @@ Result<GatewayModel> FrontModel(std::string name, const Tokenizer* tokenizer, Em
     ORCHID_ASSIGN_OR_RETURN(std::optional<StaticEmbeddingConfig> static_model,
                             ReadStaticEmbedding(dir));
     m.empty_text_is_zero = static_model.has_value();
+  }
+  if (const ImageInput& image = backend->model_info().image; image.enabled()) {
+    if (dir.empty()) {
+      spdlog::warn("{}: no model directory here, so no image processor: images are refused",
+                   m.name);
+    } else {
+      ORCHID_ASSIGN_OR_RETURN(image::ImageProcessorConfig config,
+                              image::LoadImageProcessorConfig(dir));
+      Result<ImagePreparer> preparer = ImagePreparer::Create(config, image, flags.image_limits);
+      if (!preparer.ok()) return Status::InvalidArgument(dir + ": " + preparer.status().message());
+      m.images.emplace(std::move(preparer.value()));
+    }
   }
   m.default_prompt = flags.default_prompt;
   return m;

@@ -74,9 +74,11 @@ struct HttpFrontFlags {
   bool auto_truncate = false;
   int64_t max_chunks_per_doc = 0;
   std::vector<std::string> cors_origins;
+  ImageLimits image_limits;  // dual encoders' image inputs
 };
 // --max-body-bytes, --io-threads, --tokenizer-threads, --shutdown-grace, --default-prompt,
-// --api-key (or ORCHID_API_KEY), --auto-truncate, --max-chunks-per-doc, --cors-allow-origin.
+// --api-key (or ORCHID_API_KEY), --auto-truncate, --max-chunks-per-doc, --cors-allow-origin,
+// --max-images, --max-image-bytes, --max-image-pixels.
 void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* flags);
 // Copies the flags into the gateway's options, with the named prompts of `model_dir`'s
 // config_sentence_transformers.json (none when model_dir is empty).
@@ -84,7 +86,9 @@ Status ApplyHttpFrontFlags(const HttpFrontFlags& flags, const std::string& model
                            GatewayOptions* options);
 
 // One model of the HTTP front (`serve` or `gateway`): `dir`'s named prompts
-// (config_sentence_transformers.json; none when dir is empty) and --default-prompt.
+// (config_sentence_transformers.json; none when dir is empty) and --default-prompt; for a model
+// with a vision tower, `dir`'s image processor (preprocessor_config.json or
+// processor_config.json), or an error when it has none that fits.
 Result<GatewayModel> FrontModel(std::string name, const Tokenizer* tokenizer, EmbedBackend* backend,
                                 const std::string& dir, const HttpFrontFlags& flags);
 

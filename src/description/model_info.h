@@ -63,6 +63,37 @@ struct LateInteraction {
   bool operator==(const LateInteraction&) const = default;
 };
 
+// A dual encoder's vision tower (CLIP, SigLIP at a fixed resolution): what one image becomes in
+// a batch. Each image is one sequence of tokens() tokens: CLIP's class token (token id 1,
+// position 0) then the patches (token id 0) in row-major order, position by position; SigLIP has
+// no class token. Each token carries a pixel row of patch_dim() values (RaggedBatch::pixels).
+struct ImageInput {
+  int image_size = 0;  // 0: the model has no vision tower
+  int patch_size = 0;
+  bool class_token = false;
+  bool enabled() const { return image_size > 0; }
+  int patches_per_side() const { return patch_size > 0 ? image_size / patch_size : 0; }
+  int tokens() const { return patches_per_side() * patches_per_side() + (class_token ? 1 : 0); }
+  int patch_dim() const { return 3 * patch_size * patch_size; }
+  bool operator==(const ImageInput&) const = default;
+};
+
+// How a dual encoder's text tower wants its token ids (the gateway applies it after the
+// tokenizer): CLIP pools where its text ends (the first end-of-text token, or with the legacy
+// eos_token_id 2 the first occurrence of the largest id, as transformers' CLIPTextTransformer
+// does) and attends causally, so the tokens after that point change nothing and are dropped;
+// SigLIP was trained on texts padded to 64 tokens and pools the last position, so every text is
+// padded with pad_id to pad_to tokens (the model card's padding="max_length"), whatever batch it
+// is in.
+struct TextInput {
+  enum class End : uint8_t { kAsTokenized, kFirstEos, kFirstMaxId };
+  End end = End::kAsTokenized;
+  int32_t eos_id = -1;  // kFirstEos
+  int pad_to = 0;       // > 0: pad (and truncate) to this many tokens
+  int32_t pad_id = 0;
+  bool operator==(const TextInput&) const = default;
+};
+
 struct ModelInfo {
   std::string architecture;  // e.g. "BertModel", "XLMRobertaModel", "Qwen3Model"
   int32_t vocab_size = 0;
@@ -142,6 +173,11 @@ struct ModelInfo {
     std::string name, value;
   };
   std::vector<EngineFact> engine_facts;
+
+  // Dual encoders (CLIP, SigLIP): the vision tower's input (image.enabled()) and the text
+  // tower's rules. Text and images embed into the same output_dim() space.
+  ImageInput image;
+  TextInput text;
 
   // Width of the rows the engine returns: hidden_size for embedders, num_labels for scorers.
   int output_dim() const {

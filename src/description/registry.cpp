@@ -111,6 +111,9 @@ Architecture Classify(const std::string& arch, const std::string& model_type) {
     return {true,  FamilyKind::kRopeEncoder,           false, false,
             false, RopeEncoderConfig::Variant::kJinaV3};
   }
+  if (is({"CLIPModel", "clip", "SiglipModel", "siglip", "Siglip2Model", "siglip2"})) {
+    return {true, FamilyKind::kDualEncoder};
+  }
   // Custom heads over the Qwen3 body (pplx-embed-v1's remote code) keep model_type "qwen3".
   if (model_type == "qwen3" || model_type == "bidirectional_pplx_qwen3") {
     return {true, FamilyKind::kDecoder};
@@ -316,6 +319,56 @@ Status DescribeDeberta(const Architecture& kind, const SentenceTransformersConfi
 
 // A static model: its table is the whole model (no positions: any length fits, up to the
 // encode rules' max_length).
+// The pad token's id: tokenizer_config.json's pad_token (a string or {"content": ...}) looked up
+// in tokenizer.json, else config.json's.
+Result<int32_t> PadTokenId(const std::string& dir, int32_t config_pad_id) {
+  Result<JsonFile> tc = JsonFile::Read(dir + "/tokenizer_config.json");
+  if (!tc.ok()) return config_pad_id;
+  simdjson::dom::element pad;
+  if (tc->root()["pad_token"].get(pad) || pad.is_null()) return config_pad_id;
+  std::string_view token;
+  if (pad.get_string().get(token) && pad["content"].get_string().get(token)) {
+    return tc->FieldError("pad_token", "must be a string or an object with \"content\"");
+  }
+  Result<int32_t> id = VocabId(TokenizerPath(dir), std::string(token));
+  if (!id.ok()) {
+    return Status::Corrupt(dir + "/tokenizer.json: the pad token \"" + std::string(token) +
+                           "\" of tokenizer_config.json is not in the vocabulary");
+  }
+  return *id;
+}
+
+Status DescribeDualEncoder(const SentenceTransformersConfig& st, ModelSpec* spec) {
+  ORCHID_ASSIGN_OR_RETURN(spec->dual_encoder, ReadDualEncoderConfig(spec->config_path));
+  const DualEncoderConfig& c = spec->dual_encoder;
+  const bool clip = c.kind == DualEncoderConfig::Kind::kClip;
+  if (st.present && !st.clip_module && (st.dense.size() > 0 || st.splade_log1p > 0)) {
+    return Status::Corrupt(spec->dir + "/modules.json: modules after a dual encoder");
+  }
+  ModelInfo& info = spec->info;
+  info.vocab_size = c.vocab_size;
+  info.type_vocab_size = 1;
+  info.hidden_size = c.text.hidden_size;
+  info.embedding_dim = c.projection_dim;
+  info.max_position_embeddings = c.max_position_embeddings;
+  info.causal = clip;
+  // The text tower pools one position (the end of the text, or SigLIP's last); what a
+  // sentence-transformers Pooling module might say does not apply.
+  info.default_pooling = Pooling::kLastToken;
+  info.image = ImageInput{c.image_size, c.patch_size, clip};
+  if (clip) {
+    info.text.end = c.eos_token_id == 2 ? TextInput::End::kFirstMaxId : TextInput::End::kFirstEos;
+    info.text.eos_id = c.eos_token_id;
+  } else {
+    info.text.pad_to = c.max_position_embeddings;
+    ORCHID_ASSIGN_OR_RETURN(info.text.pad_id, PadTokenId(spec->dir, c.pad_token_id));
+    if (info.text.pad_id >= c.vocab_size) {
+      return Status::Corrupt(spec->dir + ": the pad token's id is outside the vocabulary");
+    }
+  }
+  return SetMaxInputLength(st, c.max_position_embeddings, /*rotary=*/false, spec);
+}
+
 Status DescribeStatic(StaticEmbeddingConfig c, ModelSpec* spec) {
   ORCHID_ASSIGN_OR_RETURN(SentenceTransformersConfig st, ReadSentenceTransformersConfig(spec->dir));
   ModelInfo& info = spec->info;
@@ -434,6 +487,8 @@ const char* FamilyName(FamilyKind f) {
       return "rotary encoder";
     case FamilyKind::kDeberta:
       return "DeBERTa-v2";
+    case FamilyKind::kDualEncoder:
+      return "dual encoder (CLIP / SigLIP)";
     case FamilyKind::kStatic:
       return "static embedding";
   }
@@ -475,7 +530,7 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
         "rerankers; jina-embeddings-v3 (JinaEmbeddingsV3Model) with its task adapters; "
         "DeBERTa-v2/v3 encoders and classifiers; Qwen3, Qwen2, Mistral, Llama and "
         "Gemma 3 decoders; static embeddings (model2vec, sentence-transformers StaticEmbedding); "
-        "Qwen3-Reranker)");
+        "Qwen3-Reranker; CLIP and SigLIP dual encoders (CLIPModel, SiglipModel))");
   }
   ORCHID_ASSIGN_OR_RETURN(SentenceTransformersConfig st, ReadSentenceTransformersConfig(dir));
   if (!HasWeights(dir)) return NoWeightsIn(dir);
@@ -492,6 +547,8 @@ Result<ModelSpec> DescribeModel(const std::string& dir) {
     ORCHID_RETURN_IF_ERROR(DescribeRopeEncoder(kind, st, &spec));
   } else if (kind.family == FamilyKind::kDeberta) {
     ORCHID_RETURN_IF_ERROR(DescribeDeberta(kind, st, &spec));
+  } else if (kind.family == FamilyKind::kDualEncoder) {
+    ORCHID_RETURN_IF_ERROR(DescribeDualEncoder(st, &spec));
   } else {
     ORCHID_RETURN_IF_ERROR(DescribeBert(kind, config, st, &spec));
   }
@@ -543,6 +600,11 @@ Status CheckBackend(const ModelSpec& spec, BackendKind backend) {
     return refuse(
         "a static embedding model is a table lookup and a mean, served by the cpu backend "
         "(--device cpu)");
+  }
+  if (spec.family == FamilyKind::kDualEncoder) {
+    return refuse(
+        "its kernels have no pixel input, quick_gelu or tanh GELU yet (image towers run on the "
+        "cpu backend: --device cpu)");
   }
   if (spec.info.late_interaction.enabled) {
     return refuse("late interaction (ColBERT) needs per-token output, which it does not serve");

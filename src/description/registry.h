@@ -11,6 +11,7 @@
 #include "description/bert_config.h"
 #include "description/deberta_config.h"
 #include "description/decoder_config.h"
+#include "description/dual_encoder_config.h"
 #include "description/lora_adapters.h"
 #include "description/model_info.h"
 #include "description/modernbert_config.h"
@@ -29,6 +30,8 @@ enum class FamilyKind : uint8_t {
   kDeberta,      // DeBERTa-v2 / v3: post-LN, disentangled relative-position attention
   kDecoder,      // Llama-style decoders (Qwen3, Qwen2, Mistral, Llama), causal or bidirectional
                  // (pre-RMSNorm, RoPE, grouped-query attention, SwiGLU)
+  kDualEncoder,  // CLIP and SigLIP: a text tower and a vision tower embedding into one space
+                 // (description/dual_encoder_config.h)
   kStatic,       // static embeddings: a token table and a mean, no transformer (model2vec,
                  // sentence-transformers' StaticEmbedding; description/static_embedding.h)
 };
@@ -61,6 +64,7 @@ struct ModelSpec {
   ModernBertConfig modernbert;
   RopeEncoderConfig rope_encoder;
   DebertaConfig deberta;
+  DualEncoderConfig dual_encoder;
   StaticEmbeddingConfig static_embedding;
   // Task adapters (jina-embeddings-v3's LoRA adapters, description/lora_adapters.h), in the
   // order of info.tasks.

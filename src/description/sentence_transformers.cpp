@@ -323,6 +323,18 @@ Result<SentenceTransformersConfig> ReadSentenceTransformersConfig(const std::str
       c.normalize = true;
       continue;
     }
+    // sentence-transformers 2.x-5.3's CLIP module: the whole dual encoder (CLIPModel) at the
+    // folder's top level; its image and text features are the embeddings.
+    if (EndsWith(type, ".CLIPModel")) {
+      if (have_pooling) return Status::Corrupt(where + ": a CLIPModel after pooling");
+      if (!path.empty()) {
+        return Status::Corrupt(where + ": a CLIPModel module in a subfolder (\"" +
+                               std::string(path) + "\") is not supported");
+      }
+      have_pooling = true;
+      c.clip_module = true;
+      continue;
+    }
     if (EndsWith(type, ".Dense") && !have_pooling && !c.normalize) {
       // PyLate: a projection of every token (no pooling module at all).
       if (path.empty() || path.find("..") != std::string_view::npos || path.front() == '/') {

@@ -50,6 +50,9 @@ struct SentenceTransformersConfig {
   // SpladePooling (sparse encoders): max pooling of log(1 + relu(x)), log1p applied this many
   // times (activation_function "relu": 1, "log1p_relu": 2); 0: no SpladePooling.
   int splade_log1p = 0;
+  // A CLIPModel module (sentence-transformers' dual encoder, text and images) in place of
+  // Transformer + Pooling.
+  bool clip_module = false;
 };
 
 // Reads DIR's sentence-transformers files. Absent files give the defaults above (mean pooling,

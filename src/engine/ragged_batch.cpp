@@ -1,6 +1,7 @@
 #include "engine/ragged_batch.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace orchid {
@@ -28,7 +29,21 @@ void RaggedBatch::Add(const int32_t* ids, int n, Pooling pool, bool norm, const 
   normalize.push_back(norm ? 1 : 0);
 }
 
+void RaggedBatch::AddImage(const int32_t* ids, int n, const float* pixel_rows, int width,
+                           bool norm) {
+  if (cu_seqlens.empty()) cu_seqlens.push_back(0);
+  pixel_width = width;
+  token_ids.insert(token_ids.end(), ids, ids + n);
+  for (int i = 0; i < n; ++i) positions.push_back(i);
+  pixels.insert(pixels.end(), pixel_rows, pixel_rows + size_t(n) * size_t(width));
+  cu_seqlens.push_back(cu_seqlens.back() + n);
+  pooling.push_back(Pooling::kCls);
+  normalize.push_back(norm ? 1 : 0);
+}
+
 void RaggedBatch::Clear() {
+  pixels.clear();
+  pixel_width = 0;
   token_ids.clear();
   token_type_ids.clear();
   positions.clear();
@@ -81,7 +96,54 @@ Status RaggedBatch::Validate(int32_t vocab_size) const {
   return Status::Ok();
 }
 
+namespace {
+
+Status ValidateImages(const RaggedBatch& b, const ModelInfo& info) {
+  const ImageInput& im = info.image;
+  if (!im.enabled()) return Status::InvalidArgument("the model has no vision tower (images)");
+  if (b.pixel_width != im.patch_dim()) {
+    return Status::Internal("ragged batch: pixel rows of " + std::to_string(b.pixel_width) +
+                            " values, the model's patches have " + std::to_string(im.patch_dim()));
+  }
+  if (b.pixels.size() != size_t(b.num_tokens()) * size_t(b.pixel_width)) {
+    return Status::Internal("ragged batch: pixels size mismatch");
+  }
+  if (!b.token_type_ids.empty() || !b.adapters.empty() || !b.attend_lens.empty() ||
+      !b.pool_skips.empty()) {
+    return Status::Internal("ragged batch: an image batch with token types, adapters or skips");
+  }
+  for (int s = 0; s < b.num_sequences(); ++s) {
+    if (b.seq_len(s) != im.tokens()) {
+      return Status::InvalidArgument("image " + std::to_string(s) + " has " +
+                                     std::to_string(b.seq_len(s)) + " tokens, the model takes " +
+                                     std::to_string(im.tokens()));
+    }
+    if (b.pooling[size_t(s)] != Pooling::kCls) {
+      return Status::Internal("ragged batch: an image is pooled at its first token");
+    }
+    for (int i = 0; i < im.tokens(); ++i) {
+      const size_t t = size_t(b.cu_seqlens[size_t(s)] + i);
+      const int want_id = im.class_token && i == 0 ? 1 : 0;
+      if (b.token_ids[t] != want_id || b.positions[t] != i) {
+        return Status::InvalidArgument("image " + std::to_string(s) +
+                                       ": token ids or positions are not an image's");
+      }
+    }
+  }
+  for (float v : b.pixels) {
+    if (!std::isfinite(v)) return Status::InvalidArgument("a pixel value is not finite");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status RaggedBatch::Validate(const ModelInfo& info) const {
+  if (image_batch()) {
+    ORCHID_RETURN_IF_ERROR(Validate(2));
+    return ValidateImages(*this, info);
+  }
+  if (!pixels.empty()) return Status::Internal("ragged batch: pixels without a pixel width");
   ORCHID_RETURN_IF_ERROR(Validate(info.vocab_size));
   for (int32_t p : positions) {
     if (p < 0 || p >= info.max_position_embeddings) {

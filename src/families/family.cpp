@@ -28,6 +28,8 @@ Result<std::unique_ptr<Family>> LoadFamily(const ModelSpec& spec, ops::Backend& 
       return LoadRopeEncoder(spec, *file, backend);
     case FamilyKind::kDeberta:
       return LoadDeberta(spec, *file, backend);
+    case FamilyKind::kDualEncoder:
+      return LoadDualEncoder(spec, *file, backend);
     case FamilyKind::kStatic:
       break;
   }

@@ -34,6 +34,8 @@ Result<std::unique_ptr<Family>> LoadRopeEncoder(const ModelSpec& spec, const Che
                                                 ops::Backend& backend);
 Result<std::unique_ptr<Family>> LoadDecoder(const ModelSpec& spec, const Checkpoint& file,
                                             ops::Backend& backend);
+Result<std::unique_ptr<Family>> LoadDualEncoder(const ModelSpec& spec, const Checkpoint& file,
+                                                ops::Backend& backend);
 // Opens its own checkpoint: the table sits in the StaticEmbedding module's folder.
 Result<std::unique_ptr<Family>> LoadStaticEmbedding(const ModelSpec& spec, ops::Backend& backend);
 

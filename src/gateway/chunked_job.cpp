@@ -59,6 +59,7 @@ std::vector<std::shared_ptr<ChunkCall>> SplitIntoChunks(EmbedRequest&& request,
   job->rows = per_token ? int(total_tokens) : int(request.sequences.size());
   const bool typed = !request.token_type_ids.empty();
   const bool limited = !request.attend_lens.empty();
+  const bool images = request.images();
   std::vector<std::shared_ptr<ChunkCall>> chunks;
   size_t i = 0;
   size_t tokens_before = 0;
@@ -82,6 +83,7 @@ std::vector<std::shared_ptr<ChunkCall>> SplitIntoChunks(EmbedRequest&& request,
       part.sequences.push_back(std::move(request.sequences[i]));
       if (typed) part.token_type_ids.push_back(std::move(request.token_type_ids[i]));
       if (limited) part.attend_lens.push_back(request.attend_lens[i]);
+      if (images) part.pixels.push_back(std::move(request.pixels[i]));
       ++i;
     }
     tokens_before += size_t(call->tokens);

@@ -61,6 +61,21 @@ void KeepLateRows(const std::vector<std::vector<uint8_t>>& keep, Embeddings* m,
 
 }  // namespace
 
+void ApplyTextInput(const TextInput& rule, std::vector<int32_t>* ids) {
+  if (ids->empty()) return;
+  auto cut_after = [ids](std::vector<int32_t>::iterator it) {
+    if (it != ids->end()) ids->erase(it + 1, ids->end());
+  };
+  if (rule.end == TextInput::End::kFirstEos) {
+    cut_after(std::find(ids->begin(), ids->end(), rule.eos_id));
+  } else if (rule.end == TextInput::End::kFirstMaxId) {
+    cut_after(std::max_element(ids->begin(), ids->end()));  // the first of the largest
+  }
+  if (rule.pad_to > 0 && ids->size() < size_t(rule.pad_to)) {
+    ids->resize(size_t(rule.pad_to), rule.pad_id);
+  }
+}
+
 EmbeddingService::EmbeddingService(const Tokenizer* tokenizer, EmbedBackend* backend,
                                    std::string served_model_name, Executor completions,
                                    MetricsRegistry* metrics, int parallelism)
@@ -290,10 +305,12 @@ std::optional<ApiError> EmbeddingService::Tokenize(EmbeddingsRequest* request,
           ids.resize(max_len);
         }
       }
+      ApplyTextInput(backend_->model_info().text, &ids);
       *tokens += int64_t(ids.size());
     }
     return std::nullopt;
   }
+  const TextInput text_input = backend_->model_info().text;
   EncodeOptions options;
   options.add_special_tokens = true;
   options.max_length = request->truncate.value_or(auto_truncate_) ? max_len : 0;
@@ -323,6 +340,7 @@ std::optional<ApiError> EmbeddingService::Tokenize(EmbeddingsRequest* request,
       if (encoding.ids.size() > max_len) {
         return TooLong(i, encoding.ids.size(), max_tokens, max_tokens < max_seq_length_);
       }
+      ApplyTextInput(text_input, &encoding.ids);
       *count += int64_t(encoding.ids.size());
       (*sequences)[i] = std::move(encoding.ids);
     }
@@ -392,6 +410,12 @@ void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(Embed
           "dimensions must be one of this model's Matryoshka dimensions (" + list + ")",
           "dimensions"));
     }
+  }
+  // Images, or what a model with a vision tower reads as images.
+  const bool image_strings = std::any_of(request.texts.begin(), request.texts.end(),
+                                         [](const std::string& t) { return IsImageDataUri(t); });
+  if (!request.images.empty() || request.image_modality || image_strings) {
+    return EmbedWithImages(std::move(request), dims, std::move(done));
   }
   // Per-token output has no pooled vector to truncate: a valid `dimensions` is ignored there.
   if (request.per_token) request.dimensions.reset();

@@ -20,6 +20,7 @@
 #include "gateway/embeddings_request.h"
 #include "gateway/embeddings_response.h"
 #include "gateway/executor.h"
+#include "gateway/image_inputs.h"
 #include "gateway/late_interaction.h"
 #include "tokenizer/tokenizer.h"
 
@@ -37,6 +38,10 @@ struct EmbeddingReply {
   EmbeddingMatrix dense;
   std::vector<LexicalWeights> lexical;
 };
+
+// A dual encoder's text rule (ModelInfo::TextInput) on one tokenized text: CLIP's text cut after
+// the token it pools at, SigLIP's padded to its fixed length.
+void ApplyTextInput(const TextInput& rule, std::vector<int32_t>* ids);
 
 class EmbeddingService {
  public:
@@ -62,6 +67,10 @@ class EmbeddingService {
   // those libraries answer, instead of a 400; the engine never sees it. Call before the first
   // Embed().
   void set_empty_text_is_zero(bool on) { empty_text_is_zero_ = on; }
+  // Dual encoders (CLIP, SigLIP): how images become the vision tower's sequences. Without it
+  // (text models) every image input is a 400. Call before the first Embed().
+  void SetImagePreparer(ImagePreparer preparer) { images_.emplace(std::move(preparer)); }
+  bool takes_images() const { return images_.has_value(); }
 
   const std::string& model_name() const { return model_name_; }
   int dim() const { return dim_; }
@@ -116,7 +125,14 @@ class EmbeddingService {
   std::optional<ApiError> SplitBgeM3(Embeddings rows, const std::vector<std::vector<int32_t>>& ids,
                                      EmbeddingReply* reply) const;
 
+  // A request with images (EmbeddingsRequest::images, data:image/ strings on a model that takes
+  // images, or every input under modality "image"): the images through the vision tower, the
+  // texts (if any) through Embed() as a request of their own, the rows merged in input order.
+  void EmbedWithImages(EmbeddingsRequest request, int dims,
+                       std::function<void(EmbeddingReply)> done);
+
   static constexpr size_t kMinInputsPerSlice = 16;
+  std::optional<ImagePreparer> images_;
   std::optional<LateInteractionEncoder> late_;
   std::vector<int32_t> m3_unused_;  // BGE-M3: ids left out of lexical weights
   Status late_status_;

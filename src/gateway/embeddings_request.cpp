@@ -79,12 +79,33 @@ std::optional<ApiError> ParseInput(element input, std::string_view name, bool al
     return ParseTokenArray(items, param, &out->token_ids.back());
   }
   size_t i = 0;
+  const bool strings = first == element_type::STRING || first == element_type::OBJECT;
   for (element item : items) {
+    const size_t index = i;
     const std::string p = Indexed(param, i++);
-    if (first == element_type::STRING && item.type() == element_type::STRING) {
+    if (strings && item.type() == element_type::STRING) {
       std::string_view s = item;
       if (s.empty()) return ApiError::InvalidRequest(p + " must not be an empty string", p);
       out->texts.emplace_back(s);
+    } else if (strings && item.type() == element_type::OBJECT) {
+      // Jina's items: {"text": string} or {"image": data URI | URL | base64}.
+      element text, image;
+      const bool has_text = item["text"].get(text) == simdjson::SUCCESS;
+      const bool has_image = item["image"].get(image) == simdjson::SUCCESS;
+      if (has_text == has_image) {
+        return ApiError::InvalidRequest(p + " must be {\"text\": string} or {\"image\": string}",
+                                        p);
+      }
+      const element v = has_text ? text : image;
+      if (v.type() != element_type::STRING || std::string_view(v).empty()) {
+        return ApiError::InvalidRequest(
+            p + (has_text ? ".text" : ".image") + " must be a non-empty string", p);
+      }
+      if (has_text) {
+        out->texts.emplace_back(std::string_view(v));
+      } else {
+        out->images.push_back({index, std::string(std::string_view(v)), true});
+      }
     } else if (allow_tokens && first == element_type::ARRAY && item.type() == element_type::ARRAY) {
       simdjson::dom::array ids = item;
       if (ids.size() == 0) return ApiError::InvalidRequest(p + " must not be an empty array", p);
@@ -154,9 +175,12 @@ std::optional<ApiError> ParseCohereTexts(element value, std::vector<std::string>
 }
 
 // Cohere v2's `inputs`: [{"content": [{"type": "text", "text": string}, ...]}, ...]; each
-// input's text parts, joined by newlines, are one text.
-std::optional<ApiError> ParseCohereInputs(element value, std::vector<std::string>* out) {
+// input's text parts, joined by newlines, are one text; an input of one image_url part
+// ({"type": "image_url", "image_url": {"url": string} | string}) is an image.
+std::optional<ApiError> ParseCohereInputs(element value, std::vector<std::string>* out,
+                                          std::vector<EmbeddingsRequest::Image>* images) {
   out->clear();
+  images->clear();
   if (value.type() != element_type::ARRAY || simdjson::dom::array(value).size() == 0) {
     return ApiError::InvalidRequest("inputs must be a non-empty array of {\"content\": [...]}",
                                     "inputs");
@@ -173,6 +197,7 @@ std::optional<ApiError> ParseCohereInputs(element value, std::vector<std::string
     }
     std::string text;
     size_t j = 0;
+    const size_t parts = simdjson::dom::array(content).size();
     for (element part : simdjson::dom::array(content)) {
       const std::string pp = Indexed(p + ".content", j++);
       element type, part_text;
@@ -180,9 +205,29 @@ std::optional<ApiError> ParseCohereInputs(element value, std::vector<std::string
           type.type() != element_type::STRING) {
         return ApiError::InvalidRequest(pp + " must be an object with a \"type\"", pp);
       }
+      if (std::string_view(type) == "image_url") {
+        if (parts != 1) {
+          return ApiError::InvalidRequest(
+              p + " mixes an image with other parts; an input is text parts or one image (a "
+                  "dual encoder embeds each on its own)",
+              p + ".content", "unsupported_input");
+        }
+        element url, inner;
+        bool ok = part["image_url"].get(url) == simdjson::SUCCESS;
+        if (ok && url.type() == element_type::OBJECT) {
+          ok = url["url"].get(inner) == simdjson::SUCCESS;
+          if (ok) url = inner;
+        }
+        if (!ok || url.type() != element_type::STRING || std::string_view(url).empty()) {
+          return ApiError::InvalidRequest(
+              pp + ".image_url must be a URL string or {\"url\": string}", pp + ".image_url");
+        }
+        images->push_back({i - 1, std::string(std::string_view(url)), false});
+        continue;
+      }
       if (std::string_view(type) != "text") {
         return ApiError::InvalidRequest(pp + " is of type `" + std::string(std::string_view(type)) +
-                                            "`; this server embeds text only (\"type\": \"text\")",
+                                            "`; parts are \"text\" or \"image_url\"",
                                         pp + ".type", "unsupported_input");
       }
       if (part["text"].get(part_text) != simdjson::SUCCESS ||
@@ -192,7 +237,85 @@ std::optional<ApiError> ParseCohereInputs(element value, std::vector<std::string
       if (!text.empty()) text.push_back('\n');
       text.append(std::string_view(part_text));
     }
+    if (!images->empty() && images->back().index == i - 1) continue;
     out->push_back(std::move(text));
+  }
+  return std::nullopt;
+}
+
+// vLLM's chat-style embeddings input: `messages` [{"role", "content": string | [parts]}]; the
+// user content's text parts (joined by newlines) are one text, or its one image_url part one
+// image.
+std::optional<ApiError> ParseMessages(element value, EmbeddingsRequest* out) {
+  if (value.type() != element_type::ARRAY || simdjson::dom::array(value).size() == 0) {
+    return ApiError::InvalidRequest("messages must be a non-empty array", "messages");
+  }
+  std::string text;
+  std::optional<std::string> image;
+  size_t i = 0;
+  for (element m : simdjson::dom::array(value)) {
+    const std::string p = Indexed("messages", i++);
+    element content;
+    if (m.type() != element_type::OBJECT || m["content"].get(content) != simdjson::SUCCESS) {
+      return ApiError::InvalidRequest(p + " must be an object with \"content\"", p);
+    }
+    if (content.type() == element_type::STRING) {
+      if (!text.empty()) text.push_back('\n');
+      text.append(std::string_view(content));
+      continue;
+    }
+    if (content.type() != element_type::ARRAY) {
+      return ApiError::InvalidRequest(p + ".content must be a string or an array of parts",
+                                      p + ".content");
+    }
+    size_t j = 0;
+    for (element part : simdjson::dom::array(content)) {
+      const std::string pp = Indexed(p + ".content", j++);
+      element type;
+      if (part.type() != element_type::OBJECT || part["type"].get(type) != simdjson::SUCCESS ||
+          type.type() != element_type::STRING) {
+        return ApiError::InvalidRequest(pp + " must be an object with a \"type\"", pp);
+      }
+      const std::string_view t = type;
+      element v;
+      if (t == "text") {
+        if (part["text"].get(v) != simdjson::SUCCESS || v.type() != element_type::STRING) {
+          return ApiError::InvalidRequest(pp + ".text must be a string", pp + ".text");
+        }
+        if (!text.empty()) text.push_back('\n');
+        text.append(std::string_view(v));
+      } else if (t == "image_url") {
+        element url;
+        bool ok = part["image_url"].get(url) == simdjson::SUCCESS;
+        if (ok && url.type() == element_type::OBJECT) {
+          ok = url["url"].get(v) == simdjson::SUCCESS;
+          if (ok) url = v;
+        }
+        if (!ok || url.type() != element_type::STRING || image) {
+          return ApiError::InvalidRequest(
+              image ? p + " has more than one image; one input is one image"
+                    : pp + ".image_url must be {\"url\": string}",
+              pp + ".image_url");
+        }
+        image = std::string(std::string_view(url));
+      } else {
+        return ApiError::InvalidRequest(
+            pp + " is of type `" + std::string(t) + "`; parts are \"text\" or \"image_url\"",
+            pp + ".type", "unsupported_input");
+      }
+    }
+  }
+  if (image && !text.empty()) {
+    return ApiError::InvalidRequest(
+        "messages hold both text and an image; a dual encoder embeds one or the other", "messages",
+        "unsupported_input");
+  }
+  if (image) {
+    out->images.push_back({0, std::move(*image), false});
+  } else if (text.empty()) {
+    return ApiError::InvalidRequest("messages hold no text and no image", "messages");
+  } else {
+    out->texts.push_back(std::move(text));
   }
   return std::nullopt;
 }
@@ -205,6 +328,7 @@ std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body,
   element doc;
   if (auto err = ParseDocument(body, &doc)) return err;
   bool has_input = false;
+  bool has_messages = false;
   for (simdjson::dom::key_value_pair field : simdjson::dom::object(doc)) {
     const std::string_view key = field.key;
     const element value = field.value;
@@ -213,9 +337,25 @@ std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body,
       // A repeated key replaces the earlier value (as Python's json does), null included.
       out->texts.clear();
       out->token_ids.clear();
+      out->images.clear();
       has_input = type != element_type::NULL_VALUE;
       if (!has_input) continue;
       if (auto err = ParseInput(value, "input", /*allow_tokens=*/true, out)) return err;
+    } else if (key == "messages") {
+      if (type == element_type::NULL_VALUE) continue;
+      if (has_messages) return ApiError::InvalidRequest("messages is given twice", "messages");
+      has_messages = true;
+      EmbeddingsRequest parsed;
+      if (auto err = ParseMessages(value, &parsed)) return err;
+      out->texts = std::move(parsed.texts);
+      out->images = std::move(parsed.images);
+    } else if (key == "modality") {
+      std::optional<std::string> modality;
+      if (auto err = ParseOptionalString(value, "modality", &modality)) return err;
+      if (modality && *modality != "text" && *modality != "image") {
+        return ApiError::InvalidRequest("modality must be \"text\" or \"image\"", "modality");
+      }
+      out->image_modality = modality == "image";
     } else if (key == "model") {
       if (type == element_type::NULL_VALUE) continue;
       if (type != element_type::STRING)
@@ -258,7 +398,13 @@ std::optional<ApiError> ParseOpenAiEmbeddingsRequest(std::string_view body,
     }
     // Fields we do not know are accepted and ignored.
   }
-  if (!has_input) return ApiError::InvalidRequest("input is required", "input");
+  if (has_input && has_messages) {
+    return ApiError::InvalidRequest("send input or messages, not both", "messages");
+  }
+  if (!has_input && !has_messages) return ApiError::InvalidRequest("input is required", "input");
+  if (out->image_modality && out->pretokenized()) {
+    return ApiError::InvalidRequest("modality image takes images, not token ids", "modality");
+  }
   return std::nullopt;
 }
 
@@ -294,8 +440,10 @@ std::optional<ApiError> ParseCohereEmbedRequest(std::string_view body, CohereApi
   out->truncate = true;  // Cohere's default, END
   element doc;
   if (auto err = ParseDocument(body, &doc)) return err;
-  bool has_texts = false, has_inputs = false;
+  bool has_texts = false, has_inputs = false, has_images = false;
   std::vector<std::string> inputs;
+  std::vector<EmbeddingsRequest::Image> input_images;
+  bool image_type = false;
   for (simdjson::dom::key_value_pair field : simdjson::dom::object(doc)) {
     const std::string_view key = field.key;
     const element value = field.value;
@@ -307,8 +455,10 @@ std::optional<ApiError> ParseCohereEmbedRequest(std::string_view body, CohereApi
     } else if (key == "inputs") {
       has_inputs = type != element_type::NULL_VALUE;
       if (!has_inputs) continue;
-      if (auto err = ParseCohereInputs(value, &inputs)) return err;
+      if (auto err = ParseCohereInputs(value, &inputs, &input_images)) return err;
     } else if (key == "images") {
+      out->images.clear();
+      has_images = false;
       if (type == element_type::NULL_VALUE ||
           (type == element_type::ARRAY && simdjson::dom::array(value).size() == 0)) {
         continue;
@@ -316,8 +466,15 @@ std::optional<ApiError> ParseCohereEmbedRequest(std::string_view body, CohereApi
       if (type != element_type::ARRAY) {
         return ApiError::InvalidRequest("images must be an array of data URIs", "images");
       }
-      return ApiError::InvalidRequest("this server embeds text only; images are not supported",
-                                      "images", "unsupported_input");
+      size_t i = 0;
+      for (element image : simdjson::dom::array(value)) {
+        const std::string p = Indexed("images", i);
+        if (image.type() != element_type::STRING || std::string_view(image).empty()) {
+          return ApiError::InvalidRequest(p + " must be a data URI string", p);
+        }
+        out->images.push_back({i++, std::string(std::string_view(image)), false});
+      }
+      has_images = true;
     } else if (key == "model") {
       if (auto err = ParseOptionalString(value, "model", &out->model)) return err;
     } else if (key == "input_type") {
@@ -331,12 +488,11 @@ std::optional<ApiError> ParseCohereEmbedRequest(std::string_view body, CohereApi
       } else if (*input_type == "classification" || *input_type == "clustering") {
         out->input_type = std::move(*input_type);
       } else if (*input_type == "image") {
-        return ApiError::InvalidRequest("this server embeds text only; not input_type image",
-                                        "input_type", "unsupported_input");
+        image_type = true;
       } else {
         return ApiError::InvalidRequest(
-            "input_type must be \"search_query\", \"search_document\", \"classification\" or "
-            "\"clustering\"",
+            "input_type must be \"search_query\", \"search_document\", \"classification\", "
+            "\"clustering\" or \"image\"",
             "input_type");
       }
     } else if (key == "embedding_types") {
@@ -361,12 +517,22 @@ std::optional<ApiError> ParseCohereEmbedRequest(std::string_view body, CohereApi
       if (auto err = ParsePriority(value, &out->scheduling.priority)) return err;
     }
   }
-  if (has_texts == has_inputs) {
-    return ApiError::InvalidRequest(
-        has_texts ? "send texts or inputs, not both" : "texts is required (or v2's inputs)",
-        "texts");
+  if (int(has_texts) + int(has_inputs) + int(has_images) != 1) {
+    return ApiError::InvalidRequest(has_texts || has_inputs || has_images
+                                        ? "send one of texts, images or inputs"
+                                        : "texts is required (or images, or v2's inputs)",
+                                    "texts");
   }
-  if (has_inputs) out->texts = std::move(inputs);
+  if (has_images && !image_type) {
+    return ApiError::InvalidRequest("images need input_type \"image\"", "input_type");
+  }
+  if (image_type && has_texts) {
+    return ApiError::InvalidRequest("input_type \"image\" takes images, not texts", "input_type");
+  }
+  if (has_inputs) {
+    out->texts = std::move(inputs);
+    out->images = std::move(input_images);
+  }
   if (version == CohereApiVersion::kV2 && out->embedding_types.empty()) {
     out->embedding_types.push_back(EncodingFormat::kFloat);
   }

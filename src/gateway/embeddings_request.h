@@ -21,6 +21,20 @@ struct EmbeddingsRequest {
   // Exactly one of these is non-empty: texts to tokenize, or token-id sequences used as given.
   std::vector<std::string> texts;
   std::vector<std::vector<int32_t>> token_ids;
+  // Images among the inputs (dual encoders: CLIP, SigLIP): each as the client wrote it (a data
+  // URI, an http(s) URL, or bare base64 where the API allows it) with the input index it stands
+  // at; `texts` hold the other inputs in order. Parsers put here only what can be nothing but
+  // an image (Jina's {"image": ...}, Cohere's images and image_url parts, vLLM's image_url
+  // messages); whether a plain string input that is a data:image/ URI is an image is the
+  // model's to say (EmbeddingService).
+  struct Image {
+    size_t index = 0;
+    std::string source;
+    bool bare_base64 = false;  // Jina: base64 without a data: prefix is an image too
+  };
+  std::vector<Image> images;
+  // Infinity's "modality": "image": every string input is an image.
+  bool image_modality = false;
   std::optional<std::string> model;
   EncodingFormat encoding_format = EncodingFormat::kFloat;
   // Cohere's `embedding_types`: when not empty, the reply holds the embeddings once per type
@@ -59,10 +73,15 @@ struct EmbeddingsRequest {
   std::optional<size_t> late_queries;
 
   bool pretokenized() const { return !token_ids.empty(); }
-  size_t num_inputs() const { return pretokenized() ? token_ids.size() : texts.size(); }
+  size_t num_inputs() const {
+    return (pretokenized() ? token_ids.size() : texts.size()) + images.size();
+  }
 };
 
-// OpenAI `POST /v1/embeddings`: input (string | [string] | [token id] | [[token id]]), model,
+// OpenAI `POST /v1/embeddings`: input (string | [string] | [token id] | [[token id]], or Jina's
+// [{"text": string} | {"image": string}, ...] mixed with strings), Infinity's `modality`
+// ("text" | "image": every input an image), vLLM's `messages` instead of input (one user
+// message whose content is text parts or one image_url part: one input), model,
 // encoding_format (float, base64, and the quantized int8, uint8, binary, ubinary), dimensions,
 // user (a string, not used), and our extensions `embedding_types` (Cohere), `truncate`,
 // `truncation_direction` (left | right), `normalize`, `prompt_name`, `input_type` (query |
@@ -82,8 +101,9 @@ std::optional<ApiError> ParsePoolingRequest(std::string_view body, EmbeddingsReq
 // classification and clustering → the prompt of that name; none when the model lacks it),
 // "embedding_types" (v2: default ["float"]; v1: none, a plain list of float rows),
 // "truncate" (NONE | START | END, default END: Cohere cuts long inputs), "max_tokens",
-// "output_dimension" (→ dimensions) and "priority". Images are refused: orchid serves text
-// models.
+// "output_dimension" (→ dimensions) and "priority"; images: "images" ([data URI], with
+// input_type "image") instead of texts, and v2 inputs whose content is one image_url part
+// ({"type": "image_url", "image_url": {"url": ...}} or a bare string) instead of text parts.
 enum class CohereApiVersion : uint8_t { kV1, kV2 };
 std::optional<ApiError> ParseCohereEmbedRequest(std::string_view body, CohereApiVersion version,
                                                 EmbeddingsRequest* out);

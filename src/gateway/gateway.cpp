@@ -40,6 +40,7 @@ struct Gateway::Impl {
       embed_services.back()->SetPrompts(m.prompts, m.default_prompt);
       embed_services.back()->set_auto_truncate(options.auto_truncate);
       embed_services.back()->set_empty_text_is_zero(m.empty_text_is_zero);
+      if (m.images) embed_services.back()->SetImagePreparer(*m.images);
       score_services.push_back(
           std::make_unique<ScoreService>(m.tokenizer, m.backend, m.name, completions,
                                          options.worker_threads));

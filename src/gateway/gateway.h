@@ -20,8 +20,9 @@
 
 #include "core/metrics.h"
 #include "core/status.h"
-#include "gateway/embed_backend.h"
 #include "description/sentence_transformers.h"
+#include "gateway/embed_backend.h"
+#include "gateway/image_inputs.h"
 #include "tokenizer/tokenizer.h"
 
 namespace orchid {
@@ -54,6 +55,8 @@ struct GatewayModel {
   // A static embedding model: texts without a token embed as zeros
   // (EmbeddingService::set_empty_text_is_zero).
   bool empty_text_is_zero = false;
+  // A dual encoder's image inputs (EmbeddingService::SetImagePreparer); none: images refused.
+  std::optional<ImagePreparer> images;
 };
 
 class Gateway {

@@ -14,8 +14,8 @@ std::optional<std::string> ReplicaMismatch(const rpc::WorkerModel& pool,
   if (m.name != pool.name || m.info.hidden_size != pool.info.hidden_size ||
       m.info.task != pool.info.task || m.info.output_dim() != pool.info.output_dim() ||
       m.info.pair_format != pool.info.pair_format || m.max_input_tokens != pool.max_input_tokens ||
-      m.info.vocab_size != pool.info.vocab_size ||
-      m.tokenizer_fingerprint != pool.tokenizer_fingerprint) {
+      m.info.vocab_size != pool.info.vocab_size || !(m.info.image == pool.info.image) ||
+      !(m.info.text == pool.info.text) || m.tokenizer_fingerprint != pool.tokenizer_fingerprint) {
     return "it serves " + m.name + " (dim " + std::to_string(m.info.output_dim()) +
            "), not the pool's " + pool.name;
   }

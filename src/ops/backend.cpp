@@ -53,6 +53,8 @@ const char* OpKindName(OpKind k) {
       return "AddLora";
     case OpKind::kLoraAdd:
       return "LoraAdd";
+    case OpKind::kPixels:
+      return "Pixels";
   }
   return "?";
 }
@@ -308,6 +310,14 @@ Status Backend::VocabMaxPool(Buffer hidden, LinearWeight w, Buffer out) {
   call.linear = w;
   ORCHID_RETURN_IF_ERROR(Supports(call));
   return DoVocabMaxPool(hidden, w, out);
+}
+
+Status Backend::Pixels(Buffer out) {
+  ORCHID_CONTRACT(decl(out).rows == Rows::kTokens, "Pixels",
+                  Describe(decl(out)) + " is not [tokens, patch]");
+  ORCHID_CONTRACT(image_batch(), "Pixels", "pixels asked for on a text batch");
+  ORCHID_RETURN_IF_ERROR(Supports(Call(OpKind::kPixels, out)));
+  return DoPixels(out);
 }
 
 Status Backend::Normalize(Buffer x) {

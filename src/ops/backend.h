@@ -114,7 +114,9 @@ enum class Activation : uint8_t {
   kTanh,
   kRelu,
   kGelu /* exact */,
-  kLog1pRelu /* log(1 + max(x, 0)) */
+  kLog1pRelu /* log(1 + max(x, 0)) */,
+  kQuickGelu /* x sigmoid(1.702 x): CLIP's quick_gelu */,
+  kGeluTanh /* GELU's tanh approximation: gelu_pytorch_tanh / gelu_new (SigLIP) */,
 };
 // The gate of a gated MLP: silu (SwiGLU: Llama, Qwen), GELU's tanh approximation (GeGLU:
 // Gemma's gelu_pytorch_tanh) or exact GELU (GeGLU: ModernBERT).
@@ -200,6 +202,7 @@ enum class OpKind : uint8_t {
   kNormalize,
   kAddLora,
   kLoraAdd,
+  kPixels,
 };
 const char* OpKindName(OpKind k);
 
@@ -257,6 +260,10 @@ class Backend {
   // buffers only (Attention into a kPooled buffer, GatherPooled for the residual). Decided by
   // the runner before the forward pass (on CUDA it is part of the graph's key).
   virtual bool prune_last_layer() const = 0;
+  // True when the current batch holds images (RaggedBatch::pixels), not text: a dual encoder
+  // (CLIP, SigLIP) then runs its vision tower. Decided per batch like prune_last_layer(); a
+  // batch is never both. Backends without pixel input: false.
+  virtual bool image_batch() const { return false; }
 
   // --- ops -----------------------------------------------------------------------------------
   Status Embed(const EmbedOp& op, Buffer out);
@@ -290,6 +297,10 @@ class Backend {
   // the row of token t's id (or token type id) instead of in[t] (in invalid). in and out: [tokens
   // or pooled]; out is a layer's output before its activation, or the residual stream it adds into.
   Status LoraAdd(Buffer in, LoraWeight w, Buffer out);
+  // out (kTokens, RaggedBatch::pixel_width wide) = the batch's pixel rows: each image token's
+  // flattened patch (channel, row, column order: a strided convolution's weight [H, C, p, p]
+  // read as an [H, C p p] linear layer), zeros for a class token. Only on an image_batch().
+  Status Pixels(Buffer out);
 
  protected:
   virtual Result<int> DoAddLinear(const Tensor& w, const Tensor* bias, LinearOptions o) = 0;
@@ -313,6 +324,11 @@ class Backend {
   virtual Result<int> DoAddLora(const std::vector<LoraPart>& parts, int n, int k,
                                 LoraInput input) = 0;
   virtual Status DoLoraAdd(Buffer in, LoraWeight w, Buffer out) = 0;
+  // Backends without pixel input refuse it (their Supports should say so first).
+  virtual Status DoPixels(Buffer out) {
+    (void)out;
+    return Status::Unimplemented(std::string(name()) + " backend: no pixel input (images)");
+  }
 
  private:
   Status Check(bool ok, const char* op, const std::string& what) const;

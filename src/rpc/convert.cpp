@@ -98,13 +98,15 @@ Status SequencesFromProto(const google::protobuf::RepeatedPtrField<v1::Sequence>
   out->sequences.reserve(size_t(in.size()));
   out->token_type_ids.clear();
   out->attend_lens.clear();
+  out->pixels.clear();
   *tokens = 0;
   for (int i = 0; i < in.size(); ++i) {
     const v1::Sequence& s = in.Get(i);
     const int n = s.token_ids_size();
     const std::string where = "sequence " + std::to_string(i);
     if (n == 0) return Status::InvalidArgument(where + " is empty");
-    if (n > model.max_input_tokens) {
+    // An image's length is the vision tower's (checked with its pixels by the scheduler).
+    if (n > model.max_input_tokens && s.pixels().empty()) {
       return Status::OutOfRange(where + " has " + std::to_string(n) +
                                 " tokens, more than the model's maximum of " +
                                 std::to_string(model.max_input_tokens));
@@ -139,6 +141,18 @@ Status SequencesFromProto(const google::protobuf::RepeatedPtrField<v1::Sequence>
       out->attend_lens.push_back(0);
     }
     out->sequences.emplace_back(s.token_ids().begin(), s.token_ids().end());
+    if (!s.pixels().empty()) {
+      const std::string& bytes = s.pixels();
+      if (bytes.size() % sizeof(float) != 0) {
+        return Status::InvalidArgument(where + ": pixels are not whole float32 values");
+      }
+      // Sequences before the first image get empty entries (text), which validation refuses.
+      out->pixels.resize(size_t(i));
+      std::vector<float>& rows = out->pixels.emplace_back(bytes.size() / sizeof(float));
+      std::memcpy(rows.data(), bytes.data(), bytes.size());  // little-endian hosts only
+    } else if (!out->pixels.empty()) {
+      out->pixels.emplace_back();
+    }
     if (s.token_type_ids_size() != 0) {
       // Sequences before the first with types get empty (all zero) entries.
       out->token_type_ids.resize(size_t(i));
@@ -277,6 +291,11 @@ void ToProto(EmbedRequest&& in, v1::EmbedRequest* out) {
       s->mutable_token_type_ids()->Add(types.begin(), types.end());
       std::vector<int32_t>().swap(types);
     }
+    if (i < in.pixels.size() && !in.pixels[i].empty()) {
+      std::vector<float>& rows = in.pixels[i];
+      s->set_pixels(reinterpret_cast<const char*>(rows.data()), rows.size() * sizeof(float));
+      std::vector<float>().swap(rows);
+    }
   }
   out->set_pooling(ToProto(in.pooling));
   out->set_normalize(in.normalize);
@@ -380,6 +399,22 @@ void ToProto(const WorkerModel& model, int max_batch_tokens, v1::InfoResponse* o
     e->set_name(f.name);
     e->set_value(f.value);
   }
+  if (model.info.image.enabled()) {
+    v1::ImageInput* im = out->mutable_image();
+    im->set_image_size(uint32_t(model.info.image.image_size));
+    im->set_patch_size(uint32_t(model.info.image.patch_size));
+    im->set_class_token(model.info.image.class_token);
+  }
+  const TextInput& text = model.info.text;
+  if (!(text == TextInput{})) {
+    v1::TextInput* t = out->mutable_text();
+    t->set_end(text.end == TextInput::End::kFirstEos     ? v1::TextInput::END_FIRST_EOS
+               : text.end == TextInput::End::kFirstMaxId ? v1::TextInput::END_FIRST_MAX_ID
+                                                         : v1::TextInput::END_AS_TOKENIZED);
+    t->set_eos_id(text.eos_id);
+    t->set_pad_to(uint32_t(text.pad_to));
+    t->set_pad_id(text.pad_id);
+  }
   out->set_vocab_size(model.info.vocab_size);
   out->set_default_pooling(ToProto(model.info.default_pooling));
   out->set_default_normalize(model.info.default_normalize);
@@ -468,6 +503,29 @@ Result<WorkerModel> FromProto(const v1::InfoResponse& in) {
   }
   for (const v1::EngineFact& f : in.engine_facts())
     m.info.engine_facts.push_back({f.name(), f.value()});
+  if (in.has_image() && in.image().image_size() > 0) {
+    const v1::ImageInput& im = in.image();
+    if (im.image_size() > (1u << 14) || im.patch_size() == 0 || im.patch_size() > (1u << 10) ||
+        im.image_size() % im.patch_size() != 0) {
+      return Status::Corrupt("worker info: image size " + std::to_string(im.image_size()) +
+                             " and patch size " + std::to_string(im.patch_size()) + " do not tile");
+    }
+    m.info.image = ImageInput{int(im.image_size()), int(im.patch_size()), im.class_token()};
+  }
+  if (in.has_text()) {
+    const v1::TextInput& t = in.text();
+    TextInput& text = m.info.text;
+    text.end = t.end() == v1::TextInput::END_FIRST_EOS      ? TextInput::End::kFirstEos
+               : t.end() == v1::TextInput::END_FIRST_MAX_ID ? TextInput::End::kFirstMaxId
+                                                            : TextInput::End::kAsTokenized;
+    text.eos_id = t.eos_id();
+    text.pad_to = int(t.pad_to());
+    text.pad_id = t.pad_id();
+    if (text.pad_to < 0 || text.pad_to > (1 << 16) || text.pad_id < 0 ||
+        text.pad_id >= in.vocab_size()) {
+      return Status::Corrupt("worker info: text padding out of range");
+    }
+  }
   m.info.max_position_embeddings = m.max_input_tokens;
   ORCHID_ASSIGN_OR_RETURN(m.info.default_pooling, FromProto(in.default_pooling(), Pooling::kMean));
   m.info.default_normalize = in.default_normalize();

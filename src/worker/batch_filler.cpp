@@ -16,10 +16,11 @@ bool BatchFiller::Take(const std::shared_ptr<PendingRequest>& entry) {
   PendingRequest& e = *entry;
   const int64_t n = e.NextTokens();
   const int64_t counted = round_ ? (n + 1) / 2 : n;
-  if (sequences_ > 0 &&
-      (tokens_ + counted > budget_ || tokens_ + n > max_tokens_ || sequences_ >= max_sequences_)) {
+  if (sequences_ > 0 && (tokens_ + counted > budget_ || tokens_ + n > max_tokens_ ||
+                         sequences_ >= max_sequences_ || e.request.images() != images_)) {
     return false;
   }
+  if (sequences_ == 0) images_ = e.request.images();
   auto [it, fresh] = slice_of_.try_emplace(&e, slices_.size());
   if (fresh) slices_.push_back(BatchSlice{entry, e.next_seq, 0});
   ++slices_[it->second].count;
@@ -44,6 +45,14 @@ RaggedBatch MakeRaggedBatch(const std::vector<BatchSlice>& slices) {
     EmbedRequest& r = s.entry->request;
     for (size_t q = s.first; q < s.first + s.count; ++q) {
       std::vector<int32_t>& seq = r.sequences[q];
+      if (r.images()) {
+        std::vector<float>& rows = r.pixels[q];
+        batch.AddImage(seq.data(), int(seq.size()), rows.data(),
+                       seq.empty() ? 0 : int(rows.size() / seq.size()), r.normalize);
+        std::vector<int32_t>().swap(seq);
+        std::vector<float>().swap(rows);
+        continue;
+      }
       std::vector<int32_t>* seq_types = r.token_type_ids.empty() ? nullptr : &r.token_type_ids[q];
       const int32_t* type_ids =
           seq_types == nullptr || seq_types->empty() ? nullptr : seq_types->data();

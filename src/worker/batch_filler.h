@@ -28,7 +28,8 @@ class BatchFiller {
   BatchFiller(int64_t budget, int64_t max_tokens, int max_sequences, bool round_to_budget);
 
   // Puts `entry`'s next sequence in the batch if it fits; false (nothing taken) when it does
-  // not. entry->has_more() must hold.
+  // not, or when it is an image and the batch holds text (or the other way round: a batch is
+  // one tower's). entry->has_more() must hold.
   bool Take(const std::shared_ptr<PendingRequest>& entry);
   // Takes every remaining sequence of each entry in turn; false once the batch is full.
   bool TakeAll(std::span<const std::shared_ptr<PendingRequest>> entries);
@@ -48,6 +49,7 @@ class BatchFiller {
   std::unordered_map<const PendingRequest*, size_t> slice_of_;  // request -> its slice
   int64_t tokens_ = 0;
   size_t sequences_ = 0;
+  bool images_ = false;  // the batch's modality, set by its first sequence
 };
 
 // The engine batch of `slices`' sequences, in slice order. Each sequence's ids (and token

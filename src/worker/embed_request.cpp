@@ -14,6 +14,17 @@ Status CheckRequestShape(const EmbedRequest& request) {
   if (!request.attend_lens.empty() && request.attend_lens.size() != request.sequences.size()) {
     return Status::InvalidArgument("attend_lens must have one entry per sequence");
   }
+  if (request.images()) {
+    if (request.pixels.size() != request.sequences.size()) {
+      return Status::InvalidArgument("pixels must have one entry per sequence");
+    }
+    if (!request.token_type_ids.empty() || !request.attend_lens.empty() || request.adapter != 0 ||
+        request.pool_skip != 0 || request.pooling == Pooling::kNone) {
+      return Status::InvalidArgument(
+          "images take no token types, attended lengths, task adapter, prompt or per-token "
+          "output");
+    }
+  }
   return Status::Ok();
 }
 
@@ -47,6 +58,26 @@ Status ValidateEmbedRequest(const EmbedRequest& request, const ModelInfo& model,
     if (a < 0 || size_t(a) > request.sequences[i].size() || (a > 0 && model.causal)) {
       return Status::InvalidArgument("sequence " + std::to_string(i) + ": attended length " +
                                      std::to_string(a) + " is out of range");
+    }
+  }
+  if (request.images()) {
+    const ImageInput& im = model.image;
+    if (!im.enabled()) {
+      return Status::InvalidArgument("the model " + model.architecture +
+                                     " has no vision tower: it takes text, not images");
+    }
+    for (size_t i = 0; i < request.sequences.size(); ++i) {
+      const std::vector<int32_t>& ids = request.sequences[i];
+      bool ok = ids.size() == size_t(im.tokens()) &&
+                request.pixels[i].size() == ids.size() * size_t(im.patch_dim());
+      for (size_t t = 0; ok && t < ids.size(); ++t) {
+        ok = ids[t] == (im.class_token && t == 0 ? 1 : 0);
+      }
+      if (!ok) {
+        return Status::InvalidArgument("image " + std::to_string(i) + " is not " +
+                                       std::to_string(im.tokens()) + " tokens of " +
+                                       std::to_string(im.patch_dim()) + " pixel values");
+      }
     }
   }
   int64_t total = 0;

@@ -26,6 +26,13 @@ struct EmbedRequest {
   // Token type (segment) ids: empty = all zero for every sequence; else one entry per sequence,
   // each empty (all zero) or exactly as long as its sequence (cross-encoder pairs).
   std::vector<std::vector<int32_t>> token_type_ids;
+  // Images (a dual encoder's vision tower, ModelInfo::image): empty for text; else one entry per
+  // sequence, the image's pixel rows (its tokens x image.patch_dim() values, zeros for a class
+  // token), the sequence holding the image's token ids (1 for a class token, 0 for a patch). A
+  // request is all images or all text; images are pooled at their first token, whatever
+  // `pooling` says.
+  std::vector<std::vector<float>> pixels;
+  bool images() const { return !pixels.empty(); }
   Pooling pooling = Pooling::kMean;  // kNone: every token's last hidden state (see below)
   // Leading tokens of every sequence that pooling leaves out (the prompt, under
   // sentence-transformers' include_prompt: false); 0 = none.

@@ -453,9 +453,24 @@ Status CpuBackend::DoActivate(ops::Buffer x, ops::Activation a) {
     Gelu(pool_, v, n);
   } else if (a == ops::Activation::kLog1pRelu) {
     for (size_t i = 0; i < n; ++i) v[i] = std::log1p(std::max(v[i], 0.0f));
+  } else if (a == ops::Activation::kQuickGelu) {
+    QuickGelu(pool_, v, n);
+  } else if (a == ops::Activation::kGeluTanh) {
+    GeluTanh(pool_, v, n);
   } else {
     for (size_t i = 0; i < n; ++i) v[i] = std::max(v[i], 0.0f);
   }
+  return Status::Ok();
+}
+
+Status CpuBackend::DoPixels(ops::Buffer out) {
+  const RaggedBatch& batch = *batch_;
+  if (batch.pixel_width != decl(out).width) {
+    return Status::Internal("cpu backend, Pixels: the batch's pixel rows are " +
+                            std::to_string(batch.pixel_width) + " wide, the buffer " +
+                            std::to_string(decl(out).width));
+  }
+  std::memcpy(mut(out), batch.pixels.data(), batch.pixels.size() * sizeof(float));
   return Status::Ok();
 }
 

@@ -42,6 +42,7 @@ class CpuBackend final : public ops::Backend {
   // allow_prune = false computes every row of the last layer (per-token output).
   void Begin(const RaggedBatch& batch, bool allow_prune = true);
   bool prune_last_layer() const override { return prune_; }
+  bool image_batch() const override { return batch_ != nullptr && batch_->image_batch(); }
   // A buffer's rows for the current batch.
   const float* data(ops::Buffer b) const { return buffers_[size_t(b.id)].data(); }
 
@@ -85,6 +86,7 @@ class CpuBackend final : public ops::Backend {
   Result<int> DoAddLora(const std::vector<ops::LoraPart>& parts, int n, int k,
                         ops::LoraInput input) override;
   Status DoLoraAdd(ops::Buffer in, ops::LoraWeight w, ops::Buffer out) override;
+  Status DoPixels(ops::Buffer out) override;
 
  private:
   struct LinearLayer {

@@ -527,6 +527,9 @@ Status CudaBackend::DoGlu(ops::Buffer gate_up, ops::Buffer out, ops::Gate gate) 
 Status CudaBackend::DoActivate(ops::Buffer x, ops::Activation a) {
   ORCHID_RETURN_IF_ERROR(Touch(x));
   if (a == ops::Activation::kLog1pRelu) return Refused("Activate (log1p relu)");
+  if (a == ops::Activation::kQuickGelu || a == ops::Activation::kGeluTanh) {
+    return Refused("Activate (quick_gelu / tanh GELU)");
+  }
   const bool gelu = a == ops::Activation::kGelu, relu = a == ops::Activation::kRelu;
   const int R = rows(x), W = decl(x).width;
   // The activation's kernel on the buffer's element type.

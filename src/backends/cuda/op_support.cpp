@@ -112,7 +112,14 @@ Status Supports(const ops::OpCall& call) {
       if (call.activation == ops::Activation::kLog1pRelu) {
         return Unsupported(call, "no log(1 + relu) (SPLADE)");
       }
+      if (call.activation == ops::Activation::kQuickGelu ||
+          call.activation == ops::Activation::kGeluTanh) {
+        return Unsupported(call,
+                           "no quick_gelu / tanh-approximated GELU activation (CLIP, SigLIP)");
+      }
       return Status::Ok();
+    case OpKind::kPixels:
+      return Unsupported(call, "no pixel input (image towers: CLIP, SigLIP)");
     case OpKind::kGatherPooled:
       return Status::Ok();
     case OpKind::kPool:
