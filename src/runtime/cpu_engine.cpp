@@ -363,6 +363,12 @@ Status QuantizeInt8(FamilyModel* model, const std::string& dir, const Int8Option
 Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptions& options) {
   ORCHID_ASSIGN_OR_RETURN(ModelSpec spec, DescribeModel(dir));
   ORCHID_RETURN_IF_ERROR(CheckBackend(spec, BackendKind::kCpu));
+  if (options.linear_weights == WeightType::kInt8 && spec.info.image.enabled()) {
+    // Its calibration and fidelity check run texts; the vision tower would be quantized blind.
+    return Status::InvalidArgument("--dtype int8: " + dir + " (" + spec.info.architecture +
+                                   ") has a vision tower, which the int8 calibration (texts) "
+                                   "does not see; serve it with --dtype float32 or bfloat16");
+  }
   auto backend = std::make_unique<CpuBackend>(options.linear_weights);
   ORCHID_ASSIGN_OR_RETURN(std::unique_ptr<Family> family, LoadFamily(spec, *backend));
   spec.info.dtype = options.linear_weights == WeightType::kFloat32Blas

@@ -530,6 +530,32 @@ TEST(CpuOpsTest, GeluMatchesErfForm) {
   });
 }
 
+TEST(CpuOpsTest, SigmoidGelusMatchTheirFormulas) {
+  // CLIP's quick_gelu, x sigmoid(1.702 x), and SigLIP's gelu_pytorch_tanh,
+  // x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), against double precision.
+  auto quick = [](double x) { return x / (1 + std::exp(-1.702 * x)); };
+  auto tanh_form = [](double x) {
+    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  };
+  ForEachIsa([&] {
+    std::vector<float> x;
+    for (int i = -24000; i <= 24000; ++i) x.push_back(float(i) / 1000.0f);
+    x.push_back(-200.0f), x.push_back(200.0f);
+    for (size_t n : {size_t(1), size_t(7), size_t(15), size_t(17), x.size()}) {
+      ForEachPool([&](ThreadPool* pool) {
+        std::vector<float> q(x.begin(), x.begin() + long(n)), t = q;
+        QuickGelu(pool, q.data(), n);
+        GeluTanh(pool, t.data(), n);
+        for (size_t i = 0; i < n; ++i) {
+          const double wq = quick(x[i]), wt = tanh_form(x[i]);
+          ASSERT_NEAR(q[i], wq, 4e-7 * std::max(1.0, std::fabs(wq))) << "quick x=" << x[i];
+          ASSERT_NEAR(t[i], wt, 4e-7 * std::max(1.0, std::fabs(wt))) << "tanh x=" << x[i];
+        }
+      });
+    }
+  });
+}
+
 TEST(CpuOpsTest, LayerNormMatchesReference) {
   ForEachIsa([&] {
     for (int dim : {1, 7, 16, 33, 384}) {

@@ -1,5 +1,6 @@
 // Arbitrary bytes as the JSON files of a model directory: config.json (ReadBertConfig,
-// ReadDecoderConfig, ReadModernBertConfig, ReadRopeEncoderConfig, ReadDebertaConfig), modules.json,
+// ReadDecoderConfig, ReadModernBertConfig, ReadRopeEncoderConfig, ReadDebertaConfig,
+// ReadDualEncoderConfig), modules.json,
 // the Pooling, Dense and SpladePooling modules' config.json and sentence_bert_config.json
 // (ReadSentenceTransformersConfig), a task adapter's adapter_config.json (ReadLoraAdapterConfig,
 // ReadLoraAdapters), and a sharded checkpoint's model.safetensors.index.json
@@ -26,6 +27,7 @@
 #include "description/bert_config.h"
 #include "description/deberta_config.h"
 #include "description/decoder_config.h"
+#include "description/dual_encoder_config.h"
 #include "description/lora_adapters.h"
 #include "description/modernbert_config.h"
 #include "description/rope_encoder_config.h"
@@ -108,6 +110,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)orchid::ReadDecoderConfig(g_dir + "/config.json").ok();
   (void)orchid::ReadModernBertConfig(g_dir + "/config.json").ok();
   (void)orchid::ReadDebertaConfig(g_dir + "/config.json").ok();
+  // A dual encoder's: every size it accepts tiles the image into whole patches.
+  if (auto c = orchid::ReadDualEncoderConfig(g_dir + "/config.json"); c.ok()) {
+    if (c->patch_size < 1 || c->image_size % c->patch_size != 0 ||
+        c->text.hidden_size % c->text.num_attention_heads != 0 ||
+        c->vision.hidden_size % c->vision.num_attention_heads != 0) {
+      std::abort();
+    }
+  }
   for (auto variant :
        {orchid::RopeEncoderConfig::Variant::kNomic, orchid::RopeEncoderConfig::Variant::kGte,
         orchid::RopeEncoderConfig::Variant::kJinaV3}) {

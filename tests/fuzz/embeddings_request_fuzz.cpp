@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gateway/bge_m3.h"
 #include "gateway/embeddings_request.h"
@@ -16,9 +17,15 @@
 namespace {
 
 void Check(const orchid::EmbeddingsRequest& r) {
-  // Exactly one of texts / token_ids is non-empty.
-  if (r.texts.empty() == r.token_ids.empty()) std::abort();
+  // Texts and images, or token ids alone; at least one input; each image at its own index.
+  if (!r.texts.empty() && !r.token_ids.empty()) std::abort();
+  if (!r.token_ids.empty() && (!r.images.empty() || r.image_modality)) std::abort();
   if (r.num_inputs() == 0) std::abort();
+  std::vector<bool> taken(r.num_inputs(), false);
+  for (const auto& image : r.images) {
+    if (image.index >= r.num_inputs() || taken[image.index] || image.source.empty()) std::abort();
+    taken[image.index] = true;
+  }
 }
 
 // A query per document or one for all; 1..kMaxScorePairs non-empty documents.

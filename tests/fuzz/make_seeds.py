@@ -82,6 +82,10 @@ def config_seeds():
         put("config_fuzz", (fixtures / name / "config.json").read_bytes())
     # sentence-transformers' current Pooling fields (pooling_mode, include_prompt: false).
     put("config_fuzz", (fixtures / "bert-instruct" / "1_Pooling" / "config.json").read_bytes())
+    # The dual encoders' configs (issue 43: CLIP and SigLIP as transformers saves them).
+    for name in ["clip", "siglip"]:
+        put("config_fuzz", (REPO / "tests" / "fixtures" / "clip" / "models" / name / "config.json")
+            .read_bytes())
     # What the conformance fixtures' releases wrote (issue 30): tokenizer_config.json with
     # transformers' int(1e30), a CrossEncoder's config_sentence_transformers.json, rotary scaling
     # in both layouts, sentence_bert_config.json with processor_kwargs.
@@ -150,6 +154,15 @@ def request_seeds():
         {"query": "q", "documents": ["a", "b"], "top_n": 1, "max_tokens_per_doc": 4096,
          "relevant_spans": {"mode": "disabled", "threshold": 0.1}},
         {"inputs": "a text", "parameters": {"top_k": 2, "function_to_apply": "sigmoid"}},
+        # Images (issue 43): Jina's items, Infinity's modality, vLLM's messages, Cohere's images
+        # and image_url parts.
+        {"input": ["a", {"image": "QUJD"}, {"text": "b"}], "modality": "text"},
+        {"input": ["data:image/png;base64,QUJD"], "modality": "image"},
+        {"messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}]}]},
+        {"images": ["data:image/jpeg;base64,QUJD"], "input_type": "image"},
+        {"inputs": [{"content": [{"type": "image_url", "image_url": "data:image/png;base64,AA=="}]},
+                    {"content": [{"type": "text", "text": "t"}]}]},
     ]:
         put("embeddings_request_fuzz", json.dumps(body))
     put("embeddings_request_fuzz", '{"input": "\\u00e9\\ud83d\\ude00 escaped", "model": null}')
