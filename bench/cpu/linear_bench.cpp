@@ -6,9 +6,10 @@
 // shape is run --warmup times, then --reps timed times; one JSON line per shape:
 //   {"name", "k", "n", "m", "threads", "ms": [...]}
 // x, W and b are seeded uniform random numbers (speed does not depend on the values).
-// --peak instead prints {"peak_gflops": ..., "vnni_peak_gops": ...}: one core's fp32 FMA rate,
+// --peak instead prints {"peak_gflops", "vnni_peak_gops", "bf16_peak_gflops"}: one core's fp32 FMA rate,
 // measured with twelve independent 8-wide AVX2 FMA chains (registers only), the ceiling any fp32
-// GEMM here can approach, and its AVX512-VNNI int8 rate likewise (0 without VNNI).
+// GEMM here can approach, its AVX512-VNNI int8 rate and its AVX512-BF16 bf16 rate likewise (0
+// where the CPU lacks them).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -150,6 +151,49 @@ double VnniPeakGops() {
 #endif
 }
 
+// One core's bf16 multiply-add rate with AVX512-BF16: twelve independent vdpbf16ps zmm chains
+// (32 bf16 pairs each), registers only; 0 without AVX512-BF16. In FLOP (2 per multiply-add), the
+// ceiling of any bf16 GEMM (ours or oneDNN's) on a CPU without AMX.
+double Bf16PeakGflops() {
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("avx512bf16")) return 0.0;
+  double best = 0.0;
+  for (int round = 0; round < 3; ++round) {
+    long iters = 50000000;
+    const long total = iters;
+    const auto t0 = std::chrono::steady_clock::now();
+    __asm__ volatile(
+        "vxorps %%zmm0, %%zmm0, %%zmm0\n\t"
+        "vxorps %%zmm1, %%zmm1, %%zmm1\n"
+        "1:\n\t"
+        "vdpbf16ps %%zmm0, %%zmm1, %%zmm4\n\t"
+        "vdpbf16ps %%zmm0, %%zmm1, %%zmm5\n\t"
+        "vdpbf16ps %%zmm0, %%zmm1, %%zmm6\n\t"
+        "vdpbf16ps %%zmm0, %%zmm1, %%zmm7\n\t"
+        "vdpbf16ps %%zmm0, %%zmm1, %%zmm8\n\t"
+        "vdpbf16ps %%zmm0, %%zmm1, %%zmm9\n\t"
+        "vdpbf16ps %%zmm0, %%zmm1, %%zmm10\n\t"
+        "vdpbf16ps %%zmm0, %%zmm1, %%zmm11\n\t"
+        "vdpbf16ps %%zmm0, %%zmm1, %%zmm12\n\t"
+        "vdpbf16ps %%zmm0, %%zmm1, %%zmm13\n\t"
+        "vdpbf16ps %%zmm0, %%zmm1, %%zmm14\n\t"
+        "vdpbf16ps %%zmm0, %%zmm1, %%zmm15\n\t"
+        "dec %[n]\n\t"
+        "jnz 1b\n\t"
+        "vzeroupper\n\t"
+        : [n] "+r"(iters)
+        :
+        : "xmm0", "xmm1", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
+          "xmm13", "xmm14", "xmm15", "cc");
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, double(total) * 12 * 64 / s / 1e9);  // 12 x 32 pairs x 2 FLOP
+  }
+  return best;
+#else
+  return 0.0;
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -171,8 +215,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"packed", "blas", "bfloat16", "int8"}));
   CLI11_PARSE(app, argc, argv);
   if (peak) {
-    std::printf("{\"peak_gflops\":%.2f,\"vnni_peak_gops\":%.2f}\n", FmaPeakGflops(),
-                VnniPeakGops());
+    std::printf("{\"peak_gflops\":%.2f,\"vnni_peak_gops\":%.2f,\"bf16_peak_gflops\":%.2f}\n",
+                FmaPeakGflops(), VnniPeakGops(), Bf16PeakGflops());
     return 0;
   }
   std::vector<Shape> shapes;
