@@ -3,9 +3,12 @@
 // prompts, truncation, scheduler and engine as `orchid serve`, without HTTP.
 //
 // Input: JSON Lines, each a JSON string or an object whose `--field` (default "text") is one;
-// blank lines are skipped. Output, by extension: `.npy`, a float32 [inputs, dim] matrix (numpy's
-// format 1.0), or `.jsonl`, one {"index", "id"?, "embedding"} per input in input order (`id`
-// copied from an input object that has one). The output is written to OUT.partial and renamed
+// blank lines are skipped. A CLIP / SigLIP model also takes images: an object whose "image" is a
+// file's path (relative to the current folder) or a data:image/ URI, a string that is such a URI,
+// or --input a folder, whose .jpg / .jpeg / .png / .webp / .gif files are embedded in name order
+// (each file's name its "id"). Output, by extension: `.npy`, a float32 [inputs, dim] matrix
+// (numpy's format 1.0), or `.jsonl`, one {"index", "id"?, "embedding"} per input in input order
+// (`id` copied from an input object that has one). The output is written to OUT.partial and renamed
 // when every input is embedded: a failed run leaves no half-written file behind.
 //
 // A late-interaction (ColBERT) model gives each input one vector per kept token, as PyLate's
@@ -35,6 +38,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -75,6 +79,7 @@ struct Line {
   std::string text;
   size_t number = 0;
   std::string id_json;
+  bool image = false;  // `text` is an image's path, or its data URI
 };
 
 // Reads the next non-blank line into *out; false at the end of the file. A line that is not a
@@ -92,9 +97,14 @@ Result<bool> NextLine(std::istream& in, const EmbedOptions& o, size_t* number,
     }
     simdjson::dom::element text = doc;
     out->id_json.clear();
+    out->image = false;
     if (doc.type() == simdjson::dom::element_type::OBJECT) {
       if (doc[o.field].get(text) != simdjson::SUCCESS) {
-        return Status::InvalidArgument(where() + "the object has no \"" + o.field + "\"");
+        out->image = doc["image"].get(text) == simdjson::SUCCESS;
+        if (!out->image) {
+          return Status::InvalidArgument(where() + "the object has no \"" + o.field +
+                                         "\" (nor \"image\")");
+        }
       }
       simdjson::dom::element id;
       if (doc["id"].get(id) == simdjson::SUCCESS) out->id_json = simdjson::minify(id);
@@ -286,14 +296,44 @@ class Progress {
 };
 
 // Counts the inputs (non-blank lines) for the progress bar.
-size_t CountLines(const std::string& path) {
-  std::ifstream in(path);
+size_t CountLines(std::istream& in) {
   std::string line;
   size_t n = 0;
   while (std::getline(in, line)) {
     if (line.find_first_not_of(" \t\r") != std::string::npos) ++n;
   }
+  in.clear();
+  in.seekg(0);
   return n;
+}
+
+// --input a folder: its pictures in name order as JSON Lines {"image": path, "id": name}.
+Result<std::string> FolderAsLines(const std::string& dir) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::string ext = e.path().extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    if (e.is_regular_file() &&
+        (ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".webp" || ext == ".gif")) {
+      files.push_back(e.path());
+    }
+  }
+  if (ec) return Status::IoError("cannot list --input " + dir + ": " + ec.message());
+  if (files.empty()) return Status::InvalidArgument("--input " + dir + " holds no picture");
+  std::sort(files.begin(), files.end());
+  std::string lines;
+  for (const auto& f : files) {
+    std::string line;
+    JsonWriter w(&line);
+    w.BeginObject();
+    w.Key("image").String(f.string());
+    w.Key("id").String(f.filename().string());
+    w.EndObject();
+    lines += line + "\n";
+  }
+  return lines;
 }
 
 int RunEmbed(EmbedOptions o) {
@@ -305,7 +345,18 @@ int RunEmbed(EmbedOptions o) {
     spdlog::error("--model {} is not a directory", o.model);
     return 2;
   }
-  std::ifstream in(o.input);
+  std::unique_ptr<std::istream> input;
+  if (std::filesystem::is_directory(o.input)) {
+    auto lines = FolderAsLines(o.input);
+    if (!lines.ok()) {
+      spdlog::error("{}", lines.status().message());
+      return 2;
+    }
+    input = std::make_unique<std::istringstream>(std::move(lines).value());
+  } else {
+    input = std::make_unique<std::ifstream>(o.input);
+  }
+  std::istream& in = *input;
   if (!in) {
     spdlog::error("cannot read --input {}", o.input);
     return 2;
@@ -360,6 +411,14 @@ int RunEmbed(EmbedOptions o) {
   // A static model (already loaded: its files are good) embeds a text without a token as zeros.
   const auto static_model = ReadStaticEmbedding(o.model);
   service.set_empty_text_is_zero(static_model.ok() && static_model->has_value());
+  if (auto preparer = ImagePreparerFor(o.model, serving->model.info, {}); !preparer.ok()) {
+    spdlog::error("{}", preparer.status().ToString());
+    serving->scheduler->Shutdown();
+    (*writer)->Abandon();
+    return 2;
+  } else if (preparer->has_value()) {
+    service.SetImagePreparer(std::move(**preparer));
+  }
 
   // Chunks in input order; each is filled by its callback and written once it is first.
   struct Chunk {
@@ -372,7 +431,7 @@ int RunEmbed(EmbedOptions o) {
   std::condition_variable cv;
   std::deque<std::shared_ptr<Chunk>> queue;  // sent, not yet written
   // The count is for the progress bar only: with --quiet the file is read once.
-  Progress progress(o.quiet ? 0 : CountLines(o.input), o.quiet);
+  Progress progress(o.quiet ? 0 : CountLines(in), o.quiet);
   simdjson::dom::parser parser;
   size_t line_number = 0, next_index = 0;
   std::string failure;
@@ -441,7 +500,23 @@ int RunEmbed(EmbedOptions o) {
     next_index += chunk->lines.size();
     EmbeddingsRequest request;
     request.texts.reserve(chunk->lines.size());
-    for (const Line& l : chunk->lines) request.texts.push_back(l.text);
+    for (size_t k = 0; k < chunk->lines.size(); ++k) {
+      const Line& l = chunk->lines[k];
+      if (!l.image) {
+        request.texts.push_back(l.text);
+      } else if (IsImageDataUri(l.text)) {
+        request.images.push_back({k, l.text, false, {}});
+      } else {
+        std::ifstream file(l.text, std::ios::binary);
+        if (!file) {
+          failure = o.input + ":" + std::to_string(l.number) + ": cannot read the image " + l.text;
+          break;
+        }
+        request.images.push_back(
+            {k, {}, false, std::string(std::istreambuf_iterator<char>(file), {})});
+      }
+    }
+    if (!failure.empty()) break;
     request.truncate = o.truncate;
     request.truncation_direction = side;
     request.dimensions = o.dimensions;

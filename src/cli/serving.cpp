@@ -231,6 +231,15 @@ Status ApplyHttpFrontFlags(const HttpFrontFlags& f, const std::string& model_dir
   return Status::Ok();
 }
 
+Result<std::optional<ImagePreparer>> ImagePreparerFor(const std::string& dir, const ModelInfo& info,
+                                                      const ImageLimits& limits) {
+  if (!info.image.enabled()) return std::optional<ImagePreparer>();
+  ORCHID_ASSIGN_OR_RETURN(image::ImageProcessorConfig config, image::LoadImageProcessorConfig(dir));
+  Result<ImagePreparer> preparer = ImagePreparer::Create(config, info.image, limits);
+  if (!preparer.ok()) return Status::InvalidArgument(dir + ": " + preparer.status().message());
+  return std::optional<ImagePreparer>(std::move(preparer).value());
+}
+
 Result<GatewayModel> FrontModel(std::string name, const Tokenizer* tokenizer, EmbedBackend* backend,
                                 const std::string& dir, const HttpFrontFlags& flags) {
   GatewayModel m;
@@ -253,11 +262,8 @@ Result<GatewayModel> FrontModel(std::string name, const Tokenizer* tokenizer, Em
       spdlog::warn("{}: no model directory here, so no image processor: images are refused",
                    m.name);
     } else {
-      ORCHID_ASSIGN_OR_RETURN(image::ImageProcessorConfig config,
-                              image::LoadImageProcessorConfig(dir));
-      Result<ImagePreparer> preparer = ImagePreparer::Create(config, image, flags.image_limits);
-      if (!preparer.ok()) return Status::InvalidArgument(dir + ": " + preparer.status().message());
-      m.images.emplace(std::move(preparer.value()));
+      ORCHID_ASSIGN_OR_RETURN(m.images,
+                              ImagePreparerFor(dir, backend->model_info(), flags.image_limits));
     }
   }
   m.default_prompt = flags.default_prompt;

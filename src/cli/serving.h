@@ -85,6 +85,11 @@ void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* flags);
 Status ApplyHttpFrontFlags(const HttpFrontFlags& flags, const std::string& model_dir,
                            GatewayOptions* options);
 
+// A dual encoder's image preparer from `dir`'s image processor; nullopt for a model without a
+// vision tower; an error when the directory has no processor config that fits the tower.
+Result<std::optional<ImagePreparer>> ImagePreparerFor(const std::string& dir, const ModelInfo& info,
+                                                      const ImageLimits& limits);
+
 // One model of the HTTP front (`serve` or `gateway`): `dir`'s named prompts
 // (config_sentence_transformers.json; none when dir is empty) and --default-prompt; for a model
 // with a vision tower, `dir`'s image processor (preprocessor_config.json or

@@ -93,7 +93,7 @@ void EmbeddingService::EmbedWithImages(EmbeddingsRequest request, int dims,
     if (is_image[i]) continue;
     std::string& text = request.texts[t++];
     if (request.image_modality || IsImageDataUri(text)) {
-      images.push_back({i, std::move(text), false});
+      images.push_back({i, std::move(text), false, {}});
     } else {
       texts.push_back(std::move(text));
       text_index.push_back(i);
@@ -115,7 +115,9 @@ void EmbeddingService::EmbedWithImages(EmbeddingsRequest request, int dims,
   for (const EmbeddingsRequest::Image& im : images) {
     const std::string param = InputParam(im.index);
     ImageSource source;
-    if (auto err = ParseImageSource(im.source, im.bare_base64, param, &source)) {
+    if (!im.bytes.empty()) {
+      source.bytes = im.bytes;
+    } else if (auto err = ParseImageSource(im.source, im.bare_base64, param, &source)) {
       return fail(std::move(*err));
     }
     std::vector<int32_t> ids;

@@ -31,6 +31,7 @@ struct EmbeddingsRequest {
     size_t index = 0;
     std::string source;
     bool bare_base64 = false;  // Jina: base64 without a data: prefix is an image too
+    std::string bytes;  // the encoded file itself (orchid embed reads files); then no `source`
   };
   std::vector<Image> images;
   // Infinity's "modality": "image": every string input is an image.

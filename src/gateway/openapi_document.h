@@ -12,7 +12,9 @@
 //                                    "classify" (a sequence classifier, rerankers included),
 //                                    "bge-m3" (BGE-M3: also "embed" and "sparse"),
 //                                    "colbert" (late interaction: per-token vectors and
-//                                    MaxSim scores, no pooled vector);
+//                                    MaxSim scores, no pooled vector), "images" (every model
+//                                    a dual encoder that takes images: CLIP, SigLIP),
+//                                    "text-only" (not so);
 //                                    "default-<kind>": the first (default) model is of that kind
 //                                    (the routes without a `model` field serve only that one).
 //   "x-orchid-enum": "models"        → "enum": [every served name, null]

@@ -52,6 +52,9 @@ void WriteModel(const RoutedModel& m, int64_t created, JsonWriter* w) {
   const ModelInfo& info = m.embed->model_info();
   if (info.bge_m3)
     w->Key("outputs").BeginArray().String("dense").String("sparse").String("colbert").EndArray();
+  // A dual encoder (CLIP, SigLIP) embeds images too, into the texts' space.
+  if (m.embed->takes_images())
+    w->Key("modalities").BeginArray().String("text").String("image").EndArray();
   w->Key("max_input_length").Int(m.embed->max_seq_length());
   w->Key("max_input_length_source").String(info.max_seq_length_source);
   WriteDtype(info, "dtype", w);
@@ -98,6 +101,7 @@ HttpResponse PageResponse(std::string_view path) {
 // What the served models answer, for the OpenAPI document (openapi_document.h).
 ServedModelFacts FactsOf(const std::vector<RoutedModel>& models) {
   ServedModelFacts facts;
+  bool all_images = true;  // every model takes images: image requests valid by the document
   for (size_t i = 0; i < models.size(); ++i) {
     const EmbeddingService& m = *models[i].embed;
     const ModelInfo& info = m.model_info();
@@ -124,10 +128,12 @@ ServedModelFacts FactsOf(const std::vector<RoutedModel>& models) {
       facts.kinds.insert(k);
       if (i == 0) facts.kinds.insert("default-" + k);
     }
+    if (!m.takes_images()) all_images = false;
     facts.model_names.push_back(m.model_name());
     const int64_t last_id = int64_t(info.vocab_size) - 1;
     facts.max_token_id = i == 0 ? last_id : std::min(facts.max_token_id, last_id);
   }
+  facts.kinds.insert(all_images ? "images" : "text-only");
   for (const auto& [name, text] : models.front().embed->prompts().prompts) {
     facts.prompt_names.push_back(name);
   }

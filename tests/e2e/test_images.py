@@ -211,3 +211,48 @@ def test_through_gateway_and_workers():
     finally:
         for w in workers:
             w.proc.stop()
+
+
+def test_embed_command_takes_images(tmp_path):
+    """`orchid embed` over a folder of pictures and over JSON Lines mixing a picture's path, a
+    text and a data URI: the rows transformers computed, in input order."""
+    import subprocess
+
+    from support import ORCHID_BIN
+    g = GOLDENS["models"]["clip"]
+    names = ["gif.gif", "jpeg_420.jpg", "png_rgba.png"]
+    folder = tmp_path / "pictures"
+    folder.mkdir()
+    for n in names:
+        (folder / n).write_bytes((IMAGES / "files" / n).read_bytes())
+    (folder / "notes.txt").write_text("not a picture")
+    model = CLIP / "models" / "clip"
+    out = tmp_path / "out.jsonl"
+    p = subprocess.run([str(ORCHID_BIN), "embed", "--model", str(model), "--input", str(folder),
+                        "--output", str(out), "--quiet"], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["id"] for line in lines] == names
+    assert_rows([line["embedding"] for line in lines],
+                [image_golden(g["images"][n]) for n in names], "embed over a folder")
+
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("\n".join([
+        json.dumps({"image": str(IMAGES / "files" / "jpeg_420.jpg"), "id": "a"}),
+        json.dumps({"text": g["texts"][0]["text"]}),
+        json.dumps(data_uri(IMAGES / "files" / "png_rgba.png")),
+    ]) + "\n")
+    out = tmp_path / "mixed.npy"
+    p = subprocess.run([str(ORCHID_BIN), "embed", "--model", str(model), "--input", str(mixed),
+                        "--output", str(out), "--quiet"], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert_rows(np.load(out), [image_golden(g["images"]["jpeg_420.jpg"]), g["texts"][0]["features"],
+                               image_golden(g["images"]["png_rgba.png"])], "embed, mixed lines")
+    # A text model refuses the pictures, naming the line.
+    p = subprocess.run([str(ORCHID_BIN), "embed", "--model", str(REPO / "models" / "all-MiniLM-L6-v2"),
+                        "--input", str(mixed), "--output", str(tmp_path / "x.npy"), "--quiet"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0
+    assert "takes no images" in p.stdout + p.stderr, p.stdout + p.stderr

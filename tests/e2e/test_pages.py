@@ -190,6 +190,52 @@ def test_heatmap_prints_the_cosines_of_the_apis_embeddings(served, browser, arti
     screenshot(browser, artifacts, "similarity", report)
 
 
+@pytest.fixture(scope="module")
+def pictures_served():
+    """The CLIP fixture (tests/fixtures/clip) first, the text model beside it."""
+    s = OrchidServer("--model", f"mini={ORCHID_MODEL}",
+                     model=f"clip={REPO / 'tests' / 'fixtures' / 'clip' / 'models' / 'clip'}")
+    yield s
+    assert s.stop() == 0, s.log_text()
+
+
+def test_pictures_view_ranks_by_the_apis_cosines(pictures_served, browser, artifacts, report):
+    """A CLIP model's picture view: the texts ranked by the first picture and the pictures by
+    the first text, in the order (and with the cosines) the API's own embeddings give."""
+    import base64
+    open_playground(browser, pictures_served.url)
+    from selenium.webdriver.support.ui import Select
+    assert [o.text for o in Select(browser.find_element("id", "picture-model")).options] == ["clip"]
+    files = [REPO / "tests" / "fixtures" / "images" / "files" / n
+             for n in ("jpeg_420.jpg", "png_rgba.png", "webp_lossy.webp")]
+    browser.find_element("id", "pictures").send_keys("\n".join(str(f) for f in files))
+    wait_until(browser, lambda d: len(d.find_elements("css selector", "#picture-thumbs img")) == 3,
+               "the thumbnails")
+    texts = ["a photo of a dog", "a red square", "a diagram"]
+    type_into(browser, "picture-texts", "\n".join(texts))
+    assert run_view(browser, "pictures-section", "rank-pictures") == "done", \
+        browser.find_element("id", "pictures-error").text
+    mime = {"jpg": "jpeg", "png": "png", "webp": "webp"}
+    uris = [f"data:image/{mime[f.suffix[1:]]};base64," + base64.b64encode(f.read_bytes()).decode()
+            for f in files]
+    r = requests.post(pictures_served.url + "/v1/embeddings",
+                      json={"model": "clip", "input": uris + texts}, timeout=60)
+    assert r.status_code == 200, r.text
+    e = np.array([d["embedding"] for d in r.json()["data"]], dtype=np.float64)
+    e /= np.linalg.norm(e, axis=1, keepdims=True)
+    by_picture = sorted(range(3), key=lambda i: -e[0] @ e[3 + i])
+    shown = [li.text for li in browser.find_elements("css selector", "#texts-by-picture li")]
+    assert [s.split(None, 1)[1].strip() for s in shown] == [texts[i] for i in by_picture]
+    np.testing.assert_allclose([float(s.split(None, 1)[0]) for s in shown],
+                               [e[0] @ e[3 + i] for i in by_picture], atol=1e-3)
+    by_text = sorted(range(3), key=lambda i: -e[3] @ e[i])
+    titles = [img.get_attribute("title")
+              for img in browser.find_elements("css selector", "#pictures-by-text img")]
+    assert titles == [files[i].name for i in by_text]
+    assert not severe_browser_messages(browser)
+    screenshot(browser, artifacts, "pictures", report)
+
+
 def test_rerank_view_ranks_like_post_rerank(served, browser, artifacts, report):
     open_playground(browser, served.url)
     from selenium.webdriver.support.ui import Select

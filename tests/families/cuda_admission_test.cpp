@@ -117,6 +117,8 @@ const std::vector<std::pair<std::string, std::vector<std::string>>> kRows = {
       "fixtures/distilbert-cross-encoder", "fixtures/camembert-cross-encoder",
       "fixtures/mpnet-cross-encoder"}},
     {"Qwen3-Reranker", {"fixtures/qwen3-reranker"}},
+    {"CLIP, SigLIP (dual encoders)",
+     {"../tests/fixtures/clip/models/clip", "../tests/fixtures/clip/models/siglip"}},
 };
 
 TEST(CudaAdmissionTest, ReadmeSaysWhatTheCudaOpsServe) {
