@@ -108,87 +108,59 @@ double FmaPeakGflops() {
 #endif
 }
 
-// One core's int8 multiply-add rate with AVX512-VNNI: twelve independent vpdpbusd zmm chains
-// (64 u8 x s8 products each), registers only; 0 without AVX512-VNNI. In int8 ops (2 per
-// multiply-add), the ceiling of the int8 GEMM on a VNNI CPU without AMX.
+// Twelve independent chains of one zmm instruction (`insn` zmm0, zmm1, zmmN), registers only,
+// the best of three rounds of `iters` iterations: the instruction's throughput ceiling, in
+// iterations per second (times its operations per instruction and 12, the caller's rate).
+#define ORCHID_ZMM_CHAINS(insn)                                                       \
+  "vpxord %%zmm0, %%zmm0, %%zmm0\n\t"                                                 \
+  "vpxord %%zmm1, %%zmm1, %%zmm1\n"                                                   \
+  "1:\n\t" insn " %%zmm0, %%zmm1, %%zmm4\n\t" insn " %%zmm0, %%zmm1, %%zmm5\n\t" insn \
+  " %%zmm0, %%zmm1, %%zmm6\n\t" insn " %%zmm0, %%zmm1, %%zmm7\n\t" insn               \
+  " %%zmm0, %%zmm1, %%zmm8\n\t" insn " %%zmm0, %%zmm1, %%zmm9\n\t" insn               \
+  " %%zmm0, %%zmm1, %%zmm10\n\t" insn " %%zmm0, %%zmm1, %%zmm11\n\t" insn             \
+  " %%zmm0, %%zmm1, %%zmm12\n\t" insn " %%zmm0, %%zmm1, %%zmm13\n\t" insn             \
+  " %%zmm0, %%zmm1, %%zmm14\n\t" insn                                                 \
+  " %%zmm0, %%zmm1, %%zmm15\n\t"                                                      \
+  "dec %[n]\n\t"                                                                      \
+  "jnz 1b\n\t"                                                                        \
+  "vzeroupper\n\t"
+
+#define ORCHID_ZMM_PEAK(insn, ops_per_insn)                                                       \
+  [] {                                                                                            \
+    double best = 0.0;                                                                            \
+    for (int round = 0; round < 3; ++round) {                                                     \
+      long iters = 50000000;                                                                      \
+      const long total = iters;                                                                   \
+      const auto t0 = std::chrono::steady_clock::now();                                           \
+      __asm__ volatile(ORCHID_ZMM_CHAINS(insn)                                                    \
+                       : [n] "+r"(iters)                                                          \
+                       :                                                                          \
+                       : "xmm0", "xmm1", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", \
+                         "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc");                      \
+      const double s =                                                                            \
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();           \
+      best = std::max(best, double(total) * 12 * (ops_per_insn) / s / 1e9);                       \
+    }                                                                                             \
+    return best;                                                                                  \
+  }()
+
+// One core's int8 multiply-add rate with AVX512-VNNI (vpdpbusd: 64 u8 x s8 products, 128 ops);
+// 0 without AVX512-VNNI. The ceiling of the int8 GEMM on a VNNI CPU without AMX.
 double VnniPeakGops() {
 #if defined(__x86_64__)
   if (!__builtin_cpu_supports("avx512vnni")) return 0.0;
-  double best = 0.0;
-  for (int round = 0; round < 3; ++round) {
-    long iters = 50000000;
-    const long total = iters;
-    const auto t0 = std::chrono::steady_clock::now();
-    __asm__ volatile(
-        "vpxord %%zmm0, %%zmm0, %%zmm0\n\t"
-        "vpxord %%zmm1, %%zmm1, %%zmm1\n"
-        "1:\n\t"
-        "vpdpbusd %%zmm0, %%zmm1, %%zmm4\n\t"
-        "vpdpbusd %%zmm0, %%zmm1, %%zmm5\n\t"
-        "vpdpbusd %%zmm0, %%zmm1, %%zmm6\n\t"
-        "vpdpbusd %%zmm0, %%zmm1, %%zmm7\n\t"
-        "vpdpbusd %%zmm0, %%zmm1, %%zmm8\n\t"
-        "vpdpbusd %%zmm0, %%zmm1, %%zmm9\n\t"
-        "vpdpbusd %%zmm0, %%zmm1, %%zmm10\n\t"
-        "vpdpbusd %%zmm0, %%zmm1, %%zmm11\n\t"
-        "vpdpbusd %%zmm0, %%zmm1, %%zmm12\n\t"
-        "vpdpbusd %%zmm0, %%zmm1, %%zmm13\n\t"
-        "vpdpbusd %%zmm0, %%zmm1, %%zmm14\n\t"
-        "vpdpbusd %%zmm0, %%zmm1, %%zmm15\n\t"
-        "dec %[n]\n\t"
-        "jnz 1b\n\t"
-        "vzeroupper\n\t"
-        : [n] "+r"(iters)
-        :
-        : "xmm0", "xmm1", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
-          "xmm13", "xmm14", "xmm15", "cc");
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, double(total) * 12 * 128 / s / 1e9);  // 12 x 64 lanes x 2 ops
-  }
-  return best;
+  return ORCHID_ZMM_PEAK("vpdpbusd", 128);
 #else
   return 0.0;
 #endif
 }
 
-// One core's bf16 multiply-add rate with AVX512-BF16: twelve independent vdpbf16ps zmm chains
-// (32 bf16 pairs each), registers only; 0 without AVX512-BF16. In FLOP (2 per multiply-add), the
-// ceiling of any bf16 GEMM (ours or oneDNN's) on a CPU without AMX.
+// One core's bf16 multiply-add rate with AVX512-BF16 (vdpbf16ps: 32 bf16 pairs, 64 FLOP); 0
+// without AVX512-BF16. The ceiling of any bf16 GEMM (ours or oneDNN's) on a CPU without AMX.
 double Bf16PeakGflops() {
 #if defined(__x86_64__)
   if (!__builtin_cpu_supports("avx512bf16")) return 0.0;
-  double best = 0.0;
-  for (int round = 0; round < 3; ++round) {
-    long iters = 50000000;
-    const long total = iters;
-    const auto t0 = std::chrono::steady_clock::now();
-    __asm__ volatile(
-        "vxorps %%zmm0, %%zmm0, %%zmm0\n\t"
-        "vxorps %%zmm1, %%zmm1, %%zmm1\n"
-        "1:\n\t"
-        "vdpbf16ps %%zmm0, %%zmm1, %%zmm4\n\t"
-        "vdpbf16ps %%zmm0, %%zmm1, %%zmm5\n\t"
-        "vdpbf16ps %%zmm0, %%zmm1, %%zmm6\n\t"
-        "vdpbf16ps %%zmm0, %%zmm1, %%zmm7\n\t"
-        "vdpbf16ps %%zmm0, %%zmm1, %%zmm8\n\t"
-        "vdpbf16ps %%zmm0, %%zmm1, %%zmm9\n\t"
-        "vdpbf16ps %%zmm0, %%zmm1, %%zmm10\n\t"
-        "vdpbf16ps %%zmm0, %%zmm1, %%zmm11\n\t"
-        "vdpbf16ps %%zmm0, %%zmm1, %%zmm12\n\t"
-        "vdpbf16ps %%zmm0, %%zmm1, %%zmm13\n\t"
-        "vdpbf16ps %%zmm0, %%zmm1, %%zmm14\n\t"
-        "vdpbf16ps %%zmm0, %%zmm1, %%zmm15\n\t"
-        "dec %[n]\n\t"
-        "jnz 1b\n\t"
-        "vzeroupper\n\t"
-        : [n] "+r"(iters)
-        :
-        : "xmm0", "xmm1", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
-          "xmm13", "xmm14", "xmm15", "cc");
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, double(total) * 12 * 64 / s / 1e9);  // 12 x 32 pairs x 2 FLOP
-  }
-  return best;
+  return ORCHID_ZMM_PEAK("vdpbf16ps", 64);
 #else
   return 0.0;
 #endif

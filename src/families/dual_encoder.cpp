@@ -64,8 +64,9 @@ class DualEncoder final : public Family {
                    const DualEncoderConfig::Tower& c, bool causal, ops::Backend& b, Tower* t);
   Status LoadSiglipHead(const WeightReader& r, ops::Backend& b);
   Status Layers(ops::Backend& b, const Tower& t, bool prunable, const Activations** out) const;
-  Status Mlp(ops::Backend& b, const Tower& t, const Layer& l, Buffer in, Buffer ffn,
-             Buffer residual) const;
+  // residual += fc2(act(fc1(in))), through `ffn`.
+  static Status Mlp(ops::Backend& b, Act act, ops::LinearWeight fc1, ops::LinearWeight fc2,
+                    Buffer in, Buffer ffn, Buffer residual);
 
   bool clip_ = true;
   Tower text_, vision_;
@@ -238,17 +239,16 @@ Status DualEncoder::Load(const ModelSpec& spec, const Checkpoint& file, ops::Bac
   return Status::Ok();
 }
 
-Status DualEncoder::Mlp(ops::Backend& b, const Tower& t, const Layer& l, Buffer in, Buffer ffn,
-                        Buffer residual) const {
-  if (t.c.act == Act::kGelu) {
-    ORCHID_RETURN_IF_ERROR(b.Linear(in, l.fc1, ffn, Epilogue::kGelu));
+Status DualEncoder::Mlp(ops::Backend& b, Act act, ops::LinearWeight fc1, ops::LinearWeight fc2,
+                        Buffer in, Buffer ffn, Buffer residual) {
+  if (act == Act::kGelu) {
+    ORCHID_RETURN_IF_ERROR(b.Linear(in, fc1, ffn, Epilogue::kGelu));
   } else {
-    ORCHID_RETURN_IF_ERROR(b.Linear(in, l.fc1, ffn));
-    ORCHID_RETURN_IF_ERROR(b.Activate(ffn, t.c.act == Act::kQuickGelu
-                                               ? ops::Activation::kQuickGelu
-                                               : ops::Activation::kGeluTanh));
+    ORCHID_RETURN_IF_ERROR(b.Linear(in, fc1, ffn));
+    ORCHID_RETURN_IF_ERROR(b.Activate(
+        ffn, act == Act::kQuickGelu ? ops::Activation::kQuickGelu : ops::Activation::kGeluTanh));
   }
-  return b.Linear(ffn, l.fc2, residual, Epilogue::kResidualAdd);
+  return b.Linear(ffn, fc2, residual, Epilogue::kResidualAdd);
 }
 
 // The pre-LN layers on t.all.x; with `prunable`, the last one only for the pooled rows (then
@@ -265,7 +265,7 @@ Status DualEncoder::Layers(ops::Backend& b, const Tower& t, bool prunable,
                           t.last, &Activations::x));
     ORCHID_RETURN_IF_ERROR(b.Linear(a->ctx, l.out, a->x, Epilogue::kResidualAdd));
     ORCHID_RETURN_IF_ERROR(b.Norm(a->x, l.ln2, a->ln));
-    ORCHID_RETURN_IF_ERROR(Mlp(b, t, l, a->ln, a->ffn, a->x));
+    ORCHID_RETURN_IF_ERROR(Mlp(b, t.c.act, l.fc1, l.fc2, a->ln, a->ffn, a->x));
   }
   *out = a;
   return Status::Ok();
@@ -300,15 +300,7 @@ Status DualEncoder::Forward(ops::Backend& b) const {
   ORCHID_RETURN_IF_ERROR(b.Pool(head_.ctx, head_.ctx_pooled, false));
   ORCHID_RETURN_IF_ERROR(b.Linear(head_.ctx_pooled, head_.out, output_));
   ORCHID_RETURN_IF_ERROR(b.Norm(output_, head_.norm, head_.ln));
-  if (v.c.act == Act::kGelu) {
-    ORCHID_RETURN_IF_ERROR(b.Linear(head_.ln, head_.fc1, head_.ffn, Epilogue::kGelu));
-  } else {
-    ORCHID_RETURN_IF_ERROR(b.Linear(head_.ln, head_.fc1, head_.ffn));
-    ORCHID_RETURN_IF_ERROR(b.Activate(head_.ffn, v.c.act == Act::kQuickGelu
-                                                     ? ops::Activation::kQuickGelu
-                                                     : ops::Activation::kGeluTanh));
-  }
-  ORCHID_RETURN_IF_ERROR(b.Linear(head_.ffn, head_.fc2, output_, Epilogue::kResidualAdd));
+  ORCHID_RETURN_IF_ERROR(Mlp(b, v.c.act, head_.fc1, head_.fc2, head_.ln, head_.ffn, output_));
   return b.Normalize(output_);
 }
 
