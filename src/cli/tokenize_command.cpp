@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "description/registry.h"
 #include "tokenizer/tokenizer.h"
 
 namespace orchid::cli {
@@ -94,7 +95,7 @@ void AppendOffsets(const Encoding& enc, std::string* out) {
 
 int RunTokenize(const TokenizeOptions& opt) {
   std::string path = opt.tokenizer_path;
-  if (std::filesystem::is_directory(path)) path = (std::filesystem::path(path) / "tokenizer.json");
+  if (std::filesystem::is_directory(path)) path = TokenizerPath(path);  // or SigLIP's spiece.model
   auto loaded = Tokenizer::FromFile(path);
   if (!loaded.ok()) {
     std::fprintf(stderr, "orchid tokenize: %s\n", loaded.status().ToString().c_str());

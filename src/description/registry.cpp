@@ -323,7 +323,8 @@ Status DescribeDeberta(const Architecture& kind, const SentenceTransformersConfi
 // in tokenizer.json, else config.json's.
 Result<int32_t> PadTokenId(const std::string& dir, int32_t config_pad_id) {
   Result<JsonFile> tc = JsonFile::Read(dir + "/tokenizer_config.json");
-  if (!tc.ok()) return config_pad_id;
+  // A SentencePiece model has no tokenizer.json to look the token up in: config.json's id.
+  if (!tc.ok() || TokenizerPath(dir).ends_with(".model")) return config_pad_id;
   simdjson::dom::element pad;
   if (tc->root()["pad_token"].get(pad) || pad.is_null()) return config_pad_id;
   std::string_view token;
@@ -500,6 +501,12 @@ const char* BackendName(BackendKind b) { return b == BackendKind::kCpu ? "cpu" :
 std::string TokenizerPath(const std::string& dir) {
   Result<std::optional<StaticEmbeddingConfig>> s = ReadStaticEmbedding(dir);
   if (s.ok() && s->has_value()) return (*s)->dir + "/tokenizer.json";
+  // SigLIP v1 as transformers saves it: its slow tokenizer's SentencePiece model only.
+  std::error_code ec;
+  if (!std::filesystem::exists(dir + "/tokenizer.json", ec) &&
+      std::filesystem::exists(dir + "/spiece.model", ec)) {
+    return dir + "/spiece.model";
+  }
   return dir + "/tokenizer.json";
 }
 

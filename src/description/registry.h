@@ -91,7 +91,9 @@ Result<ModelSpec> DescribeModel(const std::string& dir);
 // asked while the engine loads and plans the model, before any batch. Engines call this first.
 Status CheckBackend(const ModelSpec& spec, BackendKind backend);
 
-// DIR/tokenizer.json, or a static model's: in its StaticEmbedding module's folder.
+// DIR/tokenizer.json, or a static model's: in its StaticEmbedding module's folder; without a
+// tokenizer.json, DIR/spiece.model where there is one (SigLIP v1's slow tokenizer; the tokenizer
+// library makes its tokenizer.json).
 std::string TokenizerPath(const std::string& dir);
 
 }  // namespace orchid

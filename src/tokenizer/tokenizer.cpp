@@ -18,6 +18,7 @@
 #include "tokenizer/normalizers.h"
 #include "tokenizer/post_processors.h"
 #include "tokenizer/pre_tokenizers.h"
+#include "tokenizer/sentencepiece.h"
 #include "tokenizer/unicode.h"
 
 namespace orchid {
@@ -461,6 +462,11 @@ Result<std::unique_ptr<Tokenizer>> Build(simdjson::dom::parser& parser,
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::FromFile(const std::string& path,
                                                        const TokenizerOptions& options) {
+  if (path.size() >= 6 && path.compare(path.size() - 6, 6, ".model") == 0) {
+    // A SentencePiece model without a tokenizer.json (SigLIP v1): its tokenizer.json made here.
+    ORCHID_ASSIGN_OR_RETURN(std::string made, SentencePieceFileTokenizerJson(path));
+    return FromJson(made, path, options);
+  }
   simdjson::padded_string json;
   if (auto err = simdjson::padded_string::load(path).get(json); err != simdjson::SUCCESS) {
     return Status::IoError(tok::StrCat({path, ": cannot read: ", simdjson::error_message(err)}));

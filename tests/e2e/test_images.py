@@ -18,6 +18,9 @@ from support import REPO, Gateway, OrchidServer, Worker, post
 CLIP = REPO / "tests" / "fixtures" / "clip"
 IMAGES = REPO / "tests" / "fixtures" / "images"
 GOLDENS = json.loads((CLIP / "goldens.json").read_text(encoding="utf-8"))
+# SigLIP v1 as transformers saves it: spiece.model, no tokenizer.json (make_fixtures.py there).
+SIGLIP_SPM = REPO / "tests" / "fixtures" / "siglip_spm"
+SPM_GOLDENS = json.loads((SIGLIP_SPM / "goldens.json").read_text(encoding="utf-8"))
 MODELS = ("clip", "clip_gelu", "siglip", "clip_st_old", "clip_st_new")
 MIME = {"jpg": "jpeg", "png": "png", "webp": "webp", "gif": "gif"}
 
@@ -53,6 +56,7 @@ def embed(url, model, inputs, **extra):
 @pytest.fixture(scope="module")
 def server():
     models = [f"{m}={CLIP / 'models' / m}" for m in MODELS[1:]]
+    models.append(f"siglip_spm={SIGLIP_SPM / 'model'}")
     s = OrchidServer(*sum([["--model", m] for m in models], []),
                      model=f"{MODELS[0]}={CLIP / 'models' / MODELS[0]}")
     yield s
@@ -86,6 +90,21 @@ def test_texts_match_transformers(server, model):
     if model != "siglip":
         inner = next(t for t in cases if "<|endoftext|>" in t["text"][1:])
         assert inner["pooled_position"] < len(inner["input_ids"]) - 1
+
+
+def test_siglip_v1_with_its_sentencepiece_tokenizer(server):
+    """SigLIP v1's directory has only the slow tokenizer's spiece.model: orchid reads it as
+    SiglipTokenizer does (texts that write a special token out are the known exception)."""
+    g = SPM_GOLDENS
+    cases = [t for t in g["texts"]
+             if t["text"] and "</s>" not in t["text"].lower() and "<unk>" not in t["text"].lower()]
+    got = embed(server.url, "siglip_spm", [t["text"] for t in cases], normalize=False,
+                truncate=True)
+    assert_rows(got, [t["features"] for t in cases], "siglip v1 texts")
+    names = sorted(g["images"])
+    got = embed(server.url, "siglip_spm", [data_uri(IMAGES / "files" / n) for n in names],
+                normalize=False)
+    assert_rows(got, [g["images"][n]["features"] for n in names], "siglip v1 images")
 
 
 @pytest.mark.parametrize("name", ["clip_st_old", "clip_st_new"])

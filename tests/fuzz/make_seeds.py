@@ -249,6 +249,11 @@ def text_seeds():
         for t in texts:
             put(target, t)
         put(target, b"\xff\xfe\xc3 invalid utf-8 \xed\xa0\x80")
+    # SigLIP v1's SentencePiece model (tests/fixtures/siglip_spm), as committed under its own name.
+    spm = REPO / "tests" / "fixtures" / "siglip_spm" / "model" / "spiece.model"
+    d = CORPUS / "sentencepiece_fuzz"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "siglip_spiece_model").write_bytes(spm.read_bytes())
 
 
 def int8_check_seeds():

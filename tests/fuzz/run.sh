@@ -13,7 +13,7 @@ TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
   TARGETS=(safetensors_fuzz config_fuzz embeddings_request_fuzz tokenizer_json_fuzz
            wordpiece_fuzz bpe_fuzz unigram_fuzz int8_check_fuzz image_decode_fuzz
-           torch_checkpoint_fuzz)
+           torch_checkpoint_fuzz sentencepiece_fuzz)
 fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}

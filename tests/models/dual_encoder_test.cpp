@@ -9,6 +9,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +23,7 @@
 #include "image/processor_config.h"
 #include "runtime/cpu_engine.h"
 #include "support/test_support.h"
+#include "tokenizer/sentencepiece.h"
 #include "tokenizer/tokenizer.h"
 
 namespace orchid {
@@ -254,6 +256,123 @@ TEST(ClipTokenizer, MatchesHuggingFaceTokenizers) {
     ++n;
   }
   EXPECT_GE(n, 50);
+}
+
+}  // namespace
+}  // namespace orchid
+
+namespace orchid {
+namespace {
+
+const std::string kSiglipSpm = ORCHID_SOURCE_DIR "/tests/fixtures/siglip_spm";
+
+// Whether a text writes out one of SigLIP's special tokens (any case): the slow tokenizer
+// lowercases before it matches them, drops the "▁" after one and never doubles a final "</s>";
+// orchid does neither (docs/models.md, Images).
+bool WritesSpecialToken(std::string_view text) {
+  std::string lower(text);
+  for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find("</s>") != std::string::npos || lower.find("<unk>") != std::string::npos;
+}
+
+// SigLIP v1 as transformers saves it: a spiece.model and no tokenizer.json.
+TEST(SiglipSentencePiece, TokenizesAsTheSlowSiglipTokenizer) {
+  ASSERT_FALSE(std::filesystem::exists(kSiglipSpm + "/model/tokenizer.json"));
+  EXPECT_EQ(TokenizerPath(kSiglipSpm + "/model"), kSiglipSpm + "/model/spiece.model");
+  auto tok = Tokenizer::FromFile(TokenizerPath(kSiglipSpm + "/model"));
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_TRUE(testing_util::LoadJson(parser, kSiglipSpm + "/tokenizer_cases.json", &doc));
+  int same = 0, special = 0;
+  for (auto c : doc["cases"].get_array()) {
+    const std::string_view text = c["text"].get_string().value();
+    EncodeOptions o;
+    o.add_special_tokens = true;
+    Encoding e;
+    ASSERT_TRUE((*tok)->Encode(text, o, &e).ok()) << text;
+    if (WritesSpecialToken(text)) {
+      ++special;
+      continue;
+    }
+    EXPECT_EQ(e.ids, testing_util::Int32Array(c["ids"].value())) << text;
+    ++same;
+  }
+  EXPECT_GE(same, 80);
+  EXPECT_LE(special, 15);
+}
+
+TEST(SiglipSentencePiece, EmbeddingsMatchTransformers) {
+  const std::string dir = kSiglipSpm + "/model";
+  auto spec = DescribeModel(dir);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->info.text.pad_to, 64);
+  EXPECT_EQ(spec->info.text.pad_id, 1);  // SigLIP's pad is its </s>
+  auto tok = Tokenizer::FromFile(TokenizerPath(dir));
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  auto model = LoadModel(dir);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto engine = MakeCpuEngine(std::move(model).value(), {.num_threads = 2});
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_TRUE(testing_util::LoadJson(parser, kSiglipSpm + "/goldens.json", &doc));
+  RaggedBatch texts;
+  std::vector<std::vector<double>> want;
+  for (auto t : doc["texts"].get_array()) {
+    const std::string_view text = t["text"].get_string().value();
+    if (WritesSpecialToken(text)) continue;
+    EncodeOptions o;
+    o.add_special_tokens = true;
+    o.max_length = 64;
+    Encoding e;
+    ASSERT_TRUE((*tok)->Encode(text, o, &e).ok());
+    ApplyTextInput(engine->info().text, &e.ids);
+    ASSERT_EQ(e.ids, testing_util::Int32Array(t["input_ids"].value())) << text;
+    texts.Add(e.ids.data(), int(e.ids.size()), Pooling::kLastToken, false);
+    want.push_back(testing_util::DoubleArray(t["features"].value()));
+  }
+  Result<Embeddings> got = engine->Submit(std::move(texts)).wait();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_GE(Cosine(got->row(int(i)), want[i]), 0.99999);
+  auto config = image::LoadImageProcessorConfig(dir);
+  ASSERT_TRUE(config.ok());
+  auto preparer = ImagePreparer::Create(*config, engine->info().image, {});
+  ASSERT_TRUE(preparer.ok());
+  RaggedBatch images;
+  want.clear();
+  std::vector<std::vector<float>> rows;
+  std::vector<std::vector<int32_t>> ids;
+  for (auto [file, entry] : doc["images"].get_object()) {
+    ImageSource source;
+    source.bytes = ReadFile(kImages + "/" + std::string(file));
+    ASSERT_TRUE(preparer->Prepare(source, &ids.emplace_back(), &rows.emplace_back()).ok());
+    images.AddImage(ids.back().data(), int(ids.back().size()), rows.back().data(),
+                    engine->info().image.patch_dim(), false);
+    want.push_back(testing_util::DoubleArray(entry["features"].value()));
+  }
+  got = engine->Submit(std::move(images)).wait();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_GE(Cosine(got->row(int(i)), want[i]), 0.99999);
+}
+
+TEST(SiglipSentencePiece, RefusesWhatItDoesNotRead) {
+  EXPECT_FALSE(ReadSentencePieceModel("", "x").ok());
+  EXPECT_FALSE(ReadSentencePieceModel("\x0a\x05\x0a\x01", "x").ok());  // truncated piece
+  const std::string bytes = ReadFile(kSiglipSpm + "/model/spiece.model");
+  auto m = ReadSentencePieceModel(bytes, "spiece.model");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->pieces.size(), 900u);
+  EXPECT_EQ(m->unk_id, 2);
+  EXPECT_EQ(m->pieces[1].piece, "</s>");
+  EXPECT_EQ(m->pieces[1].type, SentencePieceModel::PieceType::kControl);
+  EXPECT_EQ(m->model_type, 1);
+  EXPECT_FALSE(m->precompiled_charsmap.empty());
+  SentencePieceModel bpe = *m;
+  bpe.model_type = 2;
+  EXPECT_EQ(SiglipTokenizerJson(bpe, {}, "x").status().code(), StatusCode::kUnimplemented);
+  for (size_t cut : {size_t(1), size_t(7), bytes.size() / 2, bytes.size() - 1}) {
+    EXPECT_FALSE(ReadSentencePieceModel(std::string_view(bytes).substr(0, cut), "x").ok()) << cut;
+  }
 }
 
 }  // namespace
