@@ -11,7 +11,7 @@ PKGS=(
   build-essential cmake ninja-build ccache pkg-config git
   libboost1.81-dev libsimdjson-dev libopenblas-dev libdnnl-dev
   libspdlog-dev libfmt-dev libcli11-dev libutf8proc-dev libpcre2-dev
-  libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev
+  libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libssl-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   python3 python3-venv python3-pip
 )

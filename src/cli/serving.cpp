@@ -195,6 +195,11 @@ void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* f) {
                   "dual encoders: the largest encoded image (after base64) taken")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--image-fetch-hosts", f->image_limits.fetch_hosts,
+                  "dual encoders: hosts (or host:port) whose http(s) image URLs the server may "
+                  "fetch (no redirects followed, https verified); default none: URLs are "
+                  "refused with a 400, as a server that fetches any URL is an SSRF hole")
+      ->delimiter(',');
   cmd->add_option("--max-image-pixels", f->image_limits.max_pixels,
                   "dual encoders: the most pixels (width x height, read from the header before "
                   "decoding) an image may have")

@@ -78,7 +78,7 @@ struct HttpFrontFlags {
 };
 // --max-body-bytes, --io-threads, --tokenizer-threads, --shutdown-grace, --default-prompt,
 // --api-key (or ORCHID_API_KEY), --auto-truncate, --max-chunks-per-doc, --cors-allow-origin,
-// --max-images, --max-image-bytes, --max-image-pixels.
+// --max-images, --max-image-bytes, --max-image-pixels, --image-fetch-hosts.
 void AddHttpFrontFlags(CLI::App* cmd, HttpFrontFlags* flags);
 // Copies the flags into the gateway's options, with the named prompts of `model_dir`'s
 // config_sentence_transformers.json (none when model_dir is empty).

@@ -4,6 +4,7 @@
 #include <span>
 
 #include "gateway/base64.h"
+#include "gateway/image_fetch.h"
 #include "image/preprocess.h"
 
 namespace orchid {
@@ -94,14 +95,22 @@ Result<ImagePreparer> ImagePreparer::Create(const image::ImageProcessorConfig& c
 
 Status ImagePreparer::Prepare(const ImageSource& source, std::vector<int32_t>* ids,
                               std::vector<float>* pixels) const {
+  std::string fetched;
   if (!source.url.empty()) {
-    return Status::InvalidArgument(
-        "image URLs are not fetched by this server (fetching URLs a request names would let "
-        "any client make the server call any host); send the image as a data URI "
-        "(data:image/jpeg;base64,...)");
+    if (limits_.fetch_hosts.empty()) {
+      return Status::InvalidArgument(
+          "image URLs are not fetched by this server (fetching URLs a request names would let "
+          "any client make the server call any host; --image-fetch-hosts lists the hosts it "
+          "may fetch from); send the image as a data URI (data:image/jpeg;base64,...)");
+    }
+    ImageFetchOptions fetch;
+    fetch.hosts = limits_.fetch_hosts;
+    fetch.max_bytes = limits_.max_encoded_bytes;
+    ORCHID_ASSIGN_OR_RETURN(fetched, FetchImage(source.url, fetch));
   }
-  if (source.bytes.size() > limits_.max_encoded_bytes) {
-    return Status::OutOfRange("the image is " + std::to_string(source.bytes.size()) +
+  const std::string& encoded = source.url.empty() ? source.bytes : fetched;
+  if (encoded.size() > limits_.max_encoded_bytes) {
+    return Status::OutOfRange("the image is " + std::to_string(encoded.size()) +
                               " bytes, more than the " + std::to_string(limits_.max_encoded_bytes) +
                               " this server takes");
   }
@@ -109,10 +118,10 @@ Status ImagePreparer::Prepare(const ImageSource& source, std::vector<int32_t>* i
   decode.max_encoded_bytes = limits_.max_encoded_bytes;
   decode.max_pixels = limits_.max_pixels;
   decode.max_jpeg_scans = limits_.max_jpeg_scans;
-  const auto* data = reinterpret_cast<const uint8_t*>(source.bytes.data());
+  const auto* data = reinterpret_cast<const uint8_t*>(encoded.data());
   ORCHID_ASSIGN_OR_RETURN(
       image::RgbImage rgb,
-      image::DecodeImage(std::span<const uint8_t>(data, source.bytes.size()), decode));
+      image::DecodeImage(std::span<const uint8_t>(data, encoded.size()), decode));
   ORCHID_ASSIGN_OR_RETURN(Tensor values, image::Preprocess(rgb, config_));
   const int S = input_.image_size, p = input_.patch_size, side = S / p;
   if (values.rank() != 3 || values.dim(0) != 3 || values.dim(1) != S || values.dim(2) != S) {

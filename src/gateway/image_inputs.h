@@ -2,9 +2,9 @@
 // encoder's (CLIP, SigLIP) vision-tower sequence (ModelInfo::ImageInput).
 //
 // Sources: a data URI ("data:image/png;base64,..."), bare base64 (Jina's {"image": ...}), or an
-// http(s) URL — which is refused unless the server was told to fetch from that host (a server
-// that fetches any URL it is sent is an SSRF hole: vLLM's CVE-2025-6242). Fetching itself is not
-// built yet: an allowed URL is refused too, saying so.
+// http(s) URL — which is refused unless the server was told to fetch from that host
+// (ImageLimits::fetch_hosts, --image-fetch-hosts; gateway/image_fetch.h): a server that fetches
+// any URL it is sent is an SSRF hole (vLLM's CVE-2025-6242).
 //
 // ImagePreparer decodes (src/image: transformers' load_image with Pillow), preprocesses as the
 // model's image processor says, and cuts the [3, S, S] pixel_values into the vision tower's
@@ -45,6 +45,8 @@ struct ImageLimits {
   size_t max_encoded_bytes = size_t(20) << 20;  // per image, after base64
   uint64_t max_pixels = uint64_t(40) << 20;     // per image, from its header
   int max_jpeg_scans = 100;
+  // Hosts (or host:port) image URLs may be fetched from; empty: URLs are refused.
+  std::vector<std::string> fetch_hosts;
 };
 
 class ImagePreparer {

@@ -275,3 +275,55 @@ def test_embed_command_takes_images(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode != 0
     assert "takes no images" in p.stdout + p.stderr, p.stdout + p.stderr
+
+
+def test_fetching_from_listed_hosts_only(tmp_path):
+    """--image-fetch-hosts: an image URL on a listed host is fetched (and embedded as its bytes
+    would be); another host, a redirect, a missing file and a body over --max-image-bytes are 400s
+    naming the input; without the flag every URL is refused."""
+    import http.server
+    import threading
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, directory=str(IMAGES / "files"), **kw)
+
+        def do_GET(self):
+            if self.path == "/moved.jpg":
+                self.send_response(302)
+                self.send_header("Location", "/jpeg_420.jpg")
+                self.end_headers()
+                return
+            super().do_GET()
+
+        def log_message(self, *a):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port = httpd.server_address[1]
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    model = CLIP / "models" / "clip"
+    s = OrchidServer("--image-fetch-hosts", f"127.0.0.1:{port}", "--max-image-bytes", "20000",
+                     model=f"clip={model}")
+    try:
+        g = GOLDENS["models"]["clip"]
+        base = f"http://127.0.0.1:{port}"
+        r = post(s.url, "/v1/embeddings", {"model": "clip", "normalize": False,
+                                           "input": [{"image": f"{base}/jpeg_420.jpg"},
+                                                     {"text": g["texts"][0]["text"]}]})
+        assert r.status_code == 200, r.text
+        got = [d["embedding"] for d in r.json()["data"]]
+        assert_rows(got, [image_golden(g["images"]["jpeg_420.jpg"]), g["texts"][0]["features"]],
+                    "fetched")
+        for url, words in [(f"http://localhost:{port}/jpeg_420.jpg", "not one this server"),
+                           (f"{base}/moved.jpg", "redirects are not followed"),
+                           (f"{base}/missing.jpg", "answered 404"),
+                           (f"{base}/jpeg_large.jpg", "larger than"),
+                           (f"http://user@127.0.0.1:{port}/jpeg_420.jpg", "user information")]:
+            r = post(s.url, "/v1/embeddings", {"model": "clip", "input": ["x", {"image": url}]})
+            assert r.status_code in (400, 413), (url, r.text)
+            assert r.json()["error"]["param"] == "input[1]", r.text
+            assert words in r.json()["error"]["message"], (url, r.text)
+    finally:
+        assert s.stop() == 0, s.log_text()
+        httpd.shutdown()

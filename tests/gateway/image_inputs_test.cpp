@@ -13,6 +13,7 @@
 #include "gateway/base64.h"
 #include "gateway/embedding_service.h"
 #include "gateway/embeddings_request.h"
+#include "gateway/image_fetch.h"
 #include "image/decode.h"
 #include "image/preprocess.h"
 #include "image/processor_config.h"
@@ -263,6 +264,40 @@ TEST(ImageEmbedRequestTest, PixelsAndTheTowersTravelOverGrpc) {
   EXPECT_EQ(back->info.text, model.info.text);
   info.mutable_image()->set_patch_size(3);  // 4 is not a multiple of 3
   EXPECT_FALSE(rpc::FromProto(info).ok());
+}
+
+}  // namespace
+}  // namespace orchid
+
+namespace orchid {
+namespace {
+
+TEST(ImageFetchTest, UrlsAndTheAllowList) {
+  auto u = ParseFetchUrl("HTTPS://Images.Example.com/a/b.jpg?x=1#frag");
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_TRUE(u->https);
+  EXPECT_EQ(u->host, "images.example.com");
+  EXPECT_EQ(u->port, "443");
+  EXPECT_EQ(u->target, "/a/b.jpg?x=1");
+  u = ParseFetchUrl("http://10.0.0.7:8080");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->port, "8080");
+  EXPECT_EQ(u->target, "/");
+  EXPECT_TRUE(HostAllowed(*u, {"10.0.0.7"}));
+  EXPECT_TRUE(HostAllowed(*u, {"10.0.0.7:8080"}));
+  EXPECT_FALSE(HostAllowed(*u, {"10.0.0.7:80"}));
+  EXPECT_FALSE(HostAllowed(*u, {"10.0.0.70"}));
+  for (const char* bad :
+       {"ftp://x/a.jpg", "http://", "http://user:pw@host/a.jpg", "http://host:99999999/a",
+        "http://host:/a", "http://ho st/a", "http://host/a b", "file:///etc/passwd"}) {
+    EXPECT_FALSE(ParseFetchUrl(bad).ok()) << bad;
+  }
+  // A host off the list is refused before any connection is tried.
+  ImageFetchOptions o;
+  o.hosts = {"images.example.com"};
+  auto r = FetchImage("http://169.254.169.254/latest/meta-data", o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("not one this server fetches"), std::string::npos);
 }
 
 }  // namespace
