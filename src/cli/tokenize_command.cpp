@@ -25,6 +25,7 @@
 
 #include "cli/commands.h"
 #include "description/registry.h"
+#include "gateway/json_writer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace orchid::cli {
@@ -43,24 +44,6 @@ struct TokenizeOptions {
   bool skip_special_tokens = false;
   bool no_truncation = false;
 };
-
-void AppendJsonString(std::string_view s, std::string* out) {
-  out->push_back('"');
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(c);
-    } else if (u < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", u);
-      out->append(buf);
-    } else {
-      out->push_back(c);
-    }
-  }
-  out->push_back('"');
-}
 
 void AppendIds(const Encoding& enc, std::string* out) {
   out->push_back('[');
@@ -164,7 +147,7 @@ int RunTokenize(const TokenizeOptions& opt) {
         rc = 1;
         break;
       }
-      AppendJsonString(decoded, &out);
+      JsonWriter(&out).String(decoded);
       out.push_back('\n');
       if (out.size() >= (1u << 20)) {
         std::fwrite(out.data(), 1, out.size(), stdout);
