@@ -1,6 +1,7 @@
 // EmbeddingService's image requests (dual encoders): see EmbedWithImages in embedding_service.h.
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -21,6 +22,24 @@ struct ImageJoin {
   EmbeddingReply text, image;
   std::function<void(EmbeddingReply)> done;
 
+  // The texts went as a request of their own: an error naming its input[k] names the request's
+  // input[text_index[k]].
+  void RenumberInput(ApiError* e) const {
+    const std::string prefix = "input[";
+    if (e->param.rfind(prefix, 0) != 0) return;
+    const size_t close = e->param.find(']');
+    if (close == std::string::npos) return;
+    const size_t k = std::strtoull(e->param.c_str() + prefix.size(), nullptr, 10);
+    if (k >= text_index.size()) return;
+    const std::string old_param = e->param.substr(0, close + 1);
+    const std::string new_param = InputParam(text_index[k]);
+    e->param = new_param + e->param.substr(close + 1);
+    for (size_t at = e->message.find(old_param); at != std::string::npos;
+         at = e->message.find(old_param, at + new_param.size())) {
+      e->message.replace(at, old_param.size(), new_param);
+    }
+  }
+
   // Called once per half; the last one answers.
   void Finish(bool is_text, EmbeddingReply reply) {
     {
@@ -29,6 +48,7 @@ struct ImageJoin {
       if (--pending > 0) return;
     }
     EmbeddingReply out;
+    if (text.error) RenumberInput(&*text.error);
     if (image.error || text.error) {
       out.error = image.error ? std::move(image.error) : std::move(text.error);
       return done(std::move(out));
@@ -112,11 +132,11 @@ void EmbeddingService::EmbedWithImages(EmbeddingsRequest request, int dims,
   EmbedRequest job;
   std::vector<size_t> image_index;
   int64_t tokens = 0;
-  for (const EmbeddingsRequest::Image& im : images) {
+  for (EmbeddingsRequest::Image& im : images) {
     const std::string param = InputParam(im.index);
     ImageSource source;
     if (!im.bytes.empty()) {
-      source.bytes = im.bytes;
+      source.bytes = std::move(im.bytes);
     } else if (auto err = ParseImageSource(im.source, im.bare_base64, param, &source)) {
       return fail(std::move(*err));
     }

@@ -205,6 +205,13 @@ def test_bad_images(server):
         r = post(server.url, "/v1/embeddings", {"model": "clip", **body})
         assert r.status_code == 400, (body, r.text)
         assert words in r.json()["error"]["message"], (body, r.text)
+    # A text's error in a request with pictures names the text's own place in the request.
+    r = post(server.url, "/v1/embeddings",
+             {"model": "clip", "input": [data_uri(IMAGES / "files" / "gif.gif"), "ok",
+                                         "word " * 100]})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == "input[2]", r.text
+    assert r.json()["error"]["message"].startswith("input[2] has"), r.text
     r = post(server.url, "/v1/embeddings",
              {"model": "clip", "input": [data_uri(IMAGES / "files" / "gif.gif")] * 65})
     assert r.status_code == 413, r.text
