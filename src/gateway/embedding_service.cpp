@@ -411,6 +411,15 @@ void EmbeddingService::Embed(EmbeddingsRequest request, std::function<void(Embed
           "dimensions"));
     }
   }
+  if (request.per_token && backend_->model_info().image.enabled()) {
+    // Its towers' per-token states are not what either reference returns as last_hidden_state
+    // (CLIP's text tower normalises them, SigLIP's vision tower pools them by its head).
+    return fail(ApiError::InvalidRequest(
+        "The model `" + model_name_ +
+            "` is a dual encoder (CLIP / SigLIP): it gives one vector per text or picture, not "
+            "one per token. Use /v1/embeddings or /embed.",
+        "model", "model_not_per_token"));
+  }
   // Images, or what a model with a vision tower reads as images.
   const bool image_strings = std::any_of(request.texts.begin(), request.texts.end(),
                                          [](const std::string& t) { return IsImageDataUri(t); });

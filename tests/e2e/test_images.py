@@ -215,6 +215,10 @@ def test_bad_images(server):
     r = post(server.url, "/v1/embeddings",
              {"model": "clip", "input": [data_uri(IMAGES / "files" / "gif.gif")] * 65})
     assert r.status_code == 413, r.text
+    # Per-token output is not served for a dual encoder.
+    r = post(server.url, "/embed_all", {"model": "clip", "inputs": ["a photo"]})
+    assert r.status_code == 400, r.text
+    assert "one vector per text or picture" in r.text
     assert requests.get(server.url + "/health", timeout=10).status_code == 200
     embed(server.url, "clip", [data_uri(IMAGES / "files" / "gif.gif")])
 
